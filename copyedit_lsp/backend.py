@@ -1,0 +1,181 @@
+"""A thin layer over llama-cpp-python's low-level API: load, tokenize, eval a batch, logits, KV truncate.
+
+The KV cache holds one sequence; :class:`Backend` mirrors its tokens so a new prompt reuses the
+longest common prefix with what is cached (the prompt-prefix cache).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .models import check_gguf
+
+
+class BackendError(RuntimeError):
+    """The model could not be loaded or evaluated."""
+
+
+@dataclass
+class EvalCounters:
+    """Work done by the backend: llama_decode calls, tokens evaluated, seconds spent."""
+
+    calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence llama.cpp's C-level logging on stderr while loading."""
+    fd = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(fd, 2)
+        os.close(fd)
+
+
+class Backend:
+    """One loaded model and its single-sequence KV cache."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_gpu_layers: int = 0,
+        n_batch: int = 2048,
+        n_ubatch: int = 512,
+    ):
+        import llama_cpp
+        from llama_cpp import llama_cpp as C
+
+        path = Path(model_path)
+        check_gguf(path)
+        threads = n_threads or max(1, os.cpu_count() or 1)
+        try:
+            with _quiet_stderr():
+                self.llama = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_gpu_layers=n_gpu_layers,
+                    n_batch=n_batch,
+                    n_ubatch=min(n_ubatch, n_batch),
+                    logits_all=False,
+                    verbose=False,
+                )
+        except Exception as error:  # llama.cpp reports a bad file only as "failed to load"
+            raise BackendError(f"llama.cpp could not load {path}: {error}") from error
+        self._C = C
+        self.path = path
+        self.n_ctx = self.llama.n_ctx()
+        self.n_batch = n_batch
+        self.n_vocab = self.llama.n_vocab()
+        self._ctx = self.llama.ctx
+        self._memory = C.llama_get_memory(self._ctx)
+        self._batch = C.llama_batch_init(n_batch, 0, 1)
+        self.cached: list[int] = []  # tokens in the KV cache, in order
+        self.counters = EvalCounters()
+        self._pieces: dict[int, bytes] = {}
+        self._vocab = C.llama_model_get_vocab(self.llama.model)
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._C.llama_batch_free(self._batch)
+            self._batch = None
+        self.llama.close()
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return self.llama.metadata
+
+    def is_end_of_generation(self, token: int) -> bool:
+        """Whether ``token`` ends the model's turn (EOS, ``<|im_end|>``, ...)."""
+        return bool(self._C.llama_vocab_is_eog(self._vocab, token))
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Tokens of ``text``, no BOS; ``special`` parses control tokens such as ``<|im_start|>``."""
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for (control tokens included)."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            buffer = ctypes.create_string_buffer(64)
+            n = self._C.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, True)
+            if n < 0:
+                buffer = ctypes.create_string_buffer(-n)
+                n = self._C.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, True)
+            piece = self._pieces[token] = buffer.raw[:n]
+        return piece
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
+
+    def truncate(self, length: int) -> None:
+        """Drop the KV cache after its first ``length`` tokens."""
+        if length < len(self.cached):
+            self._C.llama_memory_seq_rm(self._memory, -1, length, -1)
+            del self.cached[length:]
+
+    def eval(self, tokens: Sequence[int], *, all_logits: bool = False) -> np.ndarray:
+        """Evaluate ``tokens`` after the cache in as few llama_decode calls as n_batch allows.
+
+        Returns the logits of the last token (shape ``(n_vocab,)``), or of every token
+        (``(len(tokens), n_vocab)``) with ``all_logits``.
+        """
+        if not tokens:
+            raise BackendError("nothing to evaluate")
+        if len(self.cached) + len(tokens) > self.n_ctx:
+            raise BackendError(f"the context of {self.n_ctx} tokens is full")
+        C = self._C
+        rows = []
+        started = time.perf_counter()
+        for offset in range(0, len(tokens), self.n_batch):
+            chunk = tokens[offset : offset + self.n_batch]
+            batch = self._batch
+            batch.n_tokens = len(chunk)
+            base = len(self.cached)
+            for i, token in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = base + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = all_logits or i == len(chunk) - 1
+            status = C.llama_decode(self._ctx, batch)
+            if status != 0:
+                raise BackendError(f"llama_decode failed with status {status}")
+            self.cached.extend(chunk)
+            self.counters.calls += 1
+            wanted = range(len(chunk)) if all_logits else [len(chunk) - 1] if offset + self.n_batch >= len(tokens) else []
+            for i in wanted:
+                pointer = C.llama_get_logits_ith(self._ctx, i)
+                rows.append(np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy())
+        self.counters.tokens += len(tokens)
+        self.counters.seconds += time.perf_counter() - started
+        return np.stack(rows) if all_logits else rows[-1]
+
+    def prefill(self, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
+        """Make the cache hold exactly ``tokens``, reusing the longest cached prefix.
+
+        Returns the last token's logits and how many tokens were reused from the cache.
+        """
+        reuse = 0
+        limit = min(len(tokens), len(self.cached)) - 1  # re-evaluate at least one token for its logits
+        while reuse < limit and self.cached[reuse] == tokens[reuse]:
+            reuse += 1
+        self.truncate(reuse)
+        return self.eval(tokens[reuse:]), reuse

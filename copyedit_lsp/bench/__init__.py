@@ -1,0 +1,1 @@
+"""Benchmarks of the Copy-as-Decode mechanism on llama.cpp."""

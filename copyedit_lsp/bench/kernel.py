@@ -1,0 +1,148 @@
+"""The kernel benchmark: copying a span by single-token decode steps vs by one batched eval (splice).
+
+After a prefix of real code, each span of S tokens is evaluated (a) autoregressively, one
+``eval([t])`` per token with an argmax over the logits to pay the choice cost, and (b) by one
+``eval(span)`` call. Trials interleave (a) and (b) so machine noise hits both; medians are reported.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ..datasets import load_items
+
+SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+CEILING_BASIS = "splice tok/s at the largest span / median over spans of decode tok/s"
+
+
+def _code_tokens(backend, count: int) -> list[int]:
+    """The first ``count`` tokens of the HumanEvalFix ``before`` programs, concatenated."""
+    text = "\n\n".join(item.before for item in load_items("humanevalfix-python"))
+    tokens = backend.tokenize(text)
+    if len(tokens) < count:
+        raise ValueError(f"the code text has {len(tokens)} tokens, fewer than the {count} needed")
+    return tokens[:count]
+
+
+def _decode(backend, span: Sequence[int]) -> float:
+    """Seconds to evaluate ``span`` one token at a time, choosing a next token at each step."""
+    started = time.perf_counter()
+    for token in span:
+        int(np.argmax(backend.eval([token])))
+    return time.perf_counter() - started
+
+
+def _splice(backend, span: Sequence[int]) -> float:
+    """Seconds to evaluate ``span`` in one batched call, choosing the next token once."""
+    started = time.perf_counter()
+    int(np.argmax(backend.eval(span)))
+    return time.perf_counter() - started
+
+
+def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, progress=True) -> dict:
+    """Median decode and splice times per span after a ``prefix_tokens`` prefix (one warm-up trial first)."""
+    spans = tuple(spans)
+    if backend.n_ctx < prefix_tokens + max(spans):
+        raise ValueError(f"n_ctx {backend.n_ctx} < prefix {prefix_tokens} + largest span {max(spans)}")
+    tokens = _code_tokens(backend, prefix_tokens + max(spans))
+    prefix, continuation = tokens[:prefix_tokens], tokens[prefix_tokens:]
+    backend.prefill(prefix)
+    samples = {span: {_decode: [], _splice: []} for span in spans}
+    with tqdm(total=(trials + 1) * len(spans), desc="kernel", disable=not progress) as bar:
+        for trial in range(trials + 1):  # trial 0 is the warm-up
+            for span in spans:
+                # alternate which runs first so neither always follows the other
+                for method in (_decode, _splice) if trial % 2 else (_splice, _decode):
+                    backend.truncate(prefix_tokens)
+                    seconds = method(backend, continuation[:span])
+                    if trial:
+                        samples[span][method].append(seconds)
+                backend.truncate(prefix_tokens)
+                bar.update()
+    rows = []
+    for span in spans:
+        decode_s = statistics.median(samples[span][_decode])
+        splice_s = statistics.median(samples[span][_splice])
+        rows.append(
+            {
+                "span": span,
+                "decode_s": decode_s,
+                "splice_s": splice_s,
+                "speedup": decode_s / splice_s,
+                "decode_tok_s": span / decode_s,
+                "splice_tok_s": span / splice_s,
+            }
+        )
+    ceiling = rows[-1]["splice_tok_s"] / statistics.median(row["decode_tok_s"] for row in rows)
+    return {
+        "model": backend.path.stem,
+        "n_threads": backend.llama.n_threads,
+        "n_batch": backend.n_batch,
+        "n_ubatch": backend.llama.context_params.n_ubatch,
+        "prefix_tokens": prefix_tokens,
+        "trials": trials,
+        "rows": rows,
+        "ceiling": ceiling,
+        "ceiling_basis": CEILING_BASIS,
+        "speedup_at_max": rows[-1]["speedup"],
+        "fraction_of_ceiling": rows[-1]["speedup"] / ceiling,
+    }
+
+
+def format_table(result: dict) -> str:
+    """A Markdown table of the rows, then the ceiling and the fraction of it reached at the largest span."""
+    lines = [
+        f"{result['model']}, {result['n_threads']} threads, prefix {result['prefix_tokens']} tokens, "
+        f"median of {result['trials']} trials",
+        "",
+        "| span | decode s | splice s | speedup | decode tok/s | splice tok/s |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in result["rows"]:
+        lines.append(
+            f"| {row['span']} | {row['decode_s']:.4f} | {row['splice_s']:.4f} | {row['speedup']:.2f} "
+            f"| {row['decode_tok_s']:.1f} | {row['splice_tok_s']:.1f} |"
+        )
+    largest = result["rows"][-1]["span"]
+    lines += [
+        "",
+        f"ceiling: {result['ceiling']:.2f}x ({result['ceiling_basis']})",
+        f"speedup at span {largest}: {result['speedup_at_max']:.2f}x = "
+        f"{result['fraction_of_ceiling']:.1%} of the ceiling",
+    ]
+    return "\n".join(lines)
+
+
+def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
+    """Write ``kernel.json`` and ``kernel.png`` (log-log speedup vs span, the ceiling as a line)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import ScalarFormatter
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, png_path = out_dir / "kernel.json", out_dir / "kernel.png"
+    json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    spans = [row["span"] for row in result["rows"]]
+    figure = Figure(figsize=(6, 4.5))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.loglog(spans, [row["speedup"] for row in result["rows"]], "o-", base=2, label="speedup (decode / splice)")
+    axes.axhline(result["ceiling"], color="gray", linestyle="--", label=f"ceiling {result['ceiling']:.1f}x")
+    axes.set_xticks(spans, [str(span) for span in spans])
+    axes.yaxis.set_major_formatter(ScalarFormatter())
+    axes.set_xlabel("span S (tokens)")
+    axes.set_ylabel("speedup t_decode / t_splice")
+    axes.set_title(f"splice vs decode: {result['model']}, {result['n_threads']} threads")
+    axes.legend()
+    axes.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(png_path, dpi=120)
+    return json_path, png_path

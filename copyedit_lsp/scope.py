@@ -1,0 +1,255 @@
+"""The edit scope and the syntax guard, from tree-sitter parses of Python, JS and TypeScript.
+
+Lines are those of :func:`~copyedit_lsp.resolver.split_lines`, numbered from 0 here.  Nodes are
+mapped to lines by byte offset, never by tree-sitter's rows (which count ``\\n`` only), so CRLF
+and lone-``\\r`` files get the same line numbers as everywhere else.  The grammars read a lone
+``\\r`` as plain whitespace, so a lone-``\\r`` JavaScript file parses as usual, while a lone-``\\r``
+Python file does not parse into its definitions: its scope is the whole document.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import threading
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import tree_sitter_javascript
+import tree_sitter_python
+import tree_sitter_typescript
+from tree_sitter import Language, Node, Parser, Tree
+
+from .resolver import split_lines
+
+LANGUAGES: dict[str, Language] = {
+    "python": Language(tree_sitter_python.language()),
+    "javascript": Language(tree_sitter_javascript.language()),
+    "javascriptreact": Language(tree_sitter_javascript.language()),
+    "typescript": Language(tree_sitter_typescript.language_typescript()),
+    "typescriptreact": Language(tree_sitter_typescript.language_tsx()),
+}
+
+_EXTENSIONS = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascriptreact",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "typescriptreact",
+}
+
+_FUNCTIONS = {"function_definition", "function_declaration", "generator_function_declaration"}
+_CLASSES = {"class_definition", "class_declaration", "abstract_class_declaration"}
+_FUNCTION_VALUES = {"arrow_function", "function_expression", "generator_function"}
+_VALUES = _FUNCTION_VALUES | {"class"}
+_DECLARATIONS = {"lexical_declaration", "variable_declaration"}
+_FIELDS = {"field_definition", "public_field_definition"}
+_WRAPPERS = {"decorated_definition", "export_statement"}
+
+
+def language_for(language_id: str | None, path: str | None = None) -> str | None:
+    """The languageId we parse: ``language_id`` if known, else the one of ``path``'s extension."""
+    if language_id in LANGUAGES:
+        return language_id
+    if path:
+        return _EXTENSIONS.get(posixpath.splitext(path)[1].lower())
+    return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Lines ``start_line``..``end_line - 1`` (0-based, whole lines) to edit, and what they are."""
+
+    start_line: int
+    end_line: int
+    kind: str  # "selection" | "function" | "class" | "method" | "document"
+    name: str | None
+
+
+@functools.cache
+def _parser(language_id: str) -> Parser:
+    return Parser(LANGUAGES[language_id])
+
+
+_PARSE_LOCK = threading.Lock()  # a Parser must not parse on two threads at once
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A parse tree, the text's lines and each line's starting byte offset (then the length)."""
+
+    tree: Tree
+    lines: list[str]
+    starts: list[int]
+
+    def line_of(self, byte: int) -> int:
+        return bisect_right(self.starts, byte) - 1
+
+    def lines_of(self, node: Node) -> tuple[int, int]:
+        """The first and last line (inclusive) that ``node`` covers."""
+        last = node.end_byte - 1 if node.end_byte > node.start_byte else node.start_byte
+        return self.line_of(node.start_byte), self.line_of(last)
+
+    def line_node(self, line: int) -> Node:
+        """The smallest node that holds the first non-blank character of ``line`` (or its break).
+
+        The first character, not the whole line: a line's text can end in a sibling (a ``;``
+        after a class field) and its covering node would then be the parent.
+        """
+        text = self.lines[line]
+        byte = self.starts[line] + len(text[: len(text) - len(text.lstrip())].encode())
+        if byte == self.starts[line + 1]:  # a blank line
+            byte = self.starts[line]
+        return self.tree.root_node.descendant_for_byte_range(byte, byte + 1)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(text: str, language_id: str) -> _Parsed:
+    source = text.encode()
+    with _PARSE_LOCK:
+        tree = _parser(language_id).parse(source)
+    lines = split_lines(text)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line.encode()))
+    return _Parsed(tree, lines, starts)
+
+
+def edit_scope(text: str, language_id: str | None, start_line: int, end_line: int) -> Scope:
+    """The lines to edit for a selection of lines ``start_line``..``end_line`` (0-based, inclusive).
+
+    A selection over several lines is itself the scope; a cursor line gets the innermost function,
+    method or class around it (with its decorators or ``export``, without the comments above it),
+    else the whole document.
+    """
+    if start_line != end_line:
+        return Scope(start_line, end_line + 1, "selection", None)
+    if language_id in LANGUAGES:
+        parsed = _parse(text, language_id)
+        if 0 <= start_line < len(parsed.lines):
+            node: Node | None = parsed.line_node(start_line)
+            while node is not None:
+                found = _definition(node)
+                if found is not None:
+                    outer, kind, name = found
+                    first, last = parsed.lines_of(outer)
+                    return Scope(first, last + 1, kind, name)
+                node = node.parent
+        return Scope(0, len(parsed.lines), "document", None)
+    return Scope(0, len(split_lines(text)), "document", None)
+
+
+def _definition(node: Node) -> tuple[Node, str, str | None] | None:
+    """(the whole statement, kind, name) if ``node`` is or wraps a definition, else None."""
+    kind = node.type
+    if kind in _WRAPPERS:
+        inner = (
+            node.child_by_field_name("definition")
+            or node.child_by_field_name("declaration")
+            or node.child_by_field_name("value")
+        )
+        return _definition(inner) if inner is not None else None
+    if kind in _DECLARATIONS:
+        for declarator in node.named_children:
+            value = declarator.child_by_field_name("value")
+            if value is not None and value.type in _VALUES:
+                return _definition(value)
+        return None
+    if kind in _FIELDS:
+        value = node.child_by_field_name("value")
+        return _definition(value) if value is not None and value.type in _FUNCTION_VALUES else None
+    if kind in _CLASSES:
+        return _outer(node), "class", _name(node, "name")
+    if kind in _FUNCTIONS:
+        outer = _outer(node)
+        return outer, "method" if _in_class_body(outer) else "function", _name(node, "name")
+    if kind == "method_definition":
+        return node, "method", _name(node, "name")
+    if kind in _FUNCTION_VALUES or (kind == "class" and node.is_named):
+        value_kind = "class" if kind == "class" else "function"
+        parent = node.parent
+        if parent.type == "variable_declarator" and parent.parent.type in _DECLARATIONS:
+            return _outer(parent.parent), value_kind, _name(parent, "name")
+        if parent.type in _FIELDS and value_kind == "function":
+            return parent, "method", _name(parent, "property") or _name(parent, "name")
+        if parent.type == "export_statement":
+            return parent, value_kind, _name(node, "name")
+    return None
+
+
+def _outer(node: Node) -> Node:
+    """``node`` with its decorators (Python) or its ``export`` (JS/TS)."""
+    parent = node.parent
+    return parent if parent is not None and parent.type in _WRAPPERS else node
+
+
+def _in_class_body(node: Node) -> bool:
+    parent = node.parent
+    return (
+        parent is not None and parent.type == "block" and parent.parent.type == "class_definition"
+    )
+
+
+def _name(node: Node, field: str) -> str | None:
+    child = node.child_by_field_name(field)
+    return child.text.decode() if child is not None and child.text is not None else None
+
+
+def top_level_chunks(text: str, language_id: str | None, max_lines: int) -> list[tuple[int, int]]:
+    """Split ``text`` into line ranges ``[start, end)`` of at most ``max_lines`` lines if possible.
+
+    Cuts fall between top-level statements, preferably not right after a comment line (which
+    belongs to what follows); a top-level statement longer than ``max_lines`` gets a chunk of its
+    own.  Unknown languages are cut after blank lines, else every ``max_lines`` lines.  The chunks
+    cover every line once, in order.
+    """
+    if max_lines < 1:
+        raise ValueError(f"max_lines must be at least 1, got {max_lines}")
+    lines = split_lines(text)
+    count = len(lines)
+    cuts = [True] * (count + 1)  # cuts[i]: a chunk may start at line i
+    if language_id in LANGUAGES:
+        parsed = _parse(text, language_id)
+        preferred = cuts.copy()
+        previous_last = -1
+        for child in parsed.tree.root_node.children:
+            first, last = parsed.lines_of(child)
+            for line in range(first + 1, last + 1):
+                cuts[line] = preferred[line] = False
+            if child.type == "comment" and previous_last < first:
+                preferred[last + 1] = False
+            previous_last = last
+        preferred[count] = True
+    else:
+        preferred = [i == 0 or i == count or not lines[i - 1].strip() for i in range(count + 1)]
+    chunks = []
+    start = 0
+    while start < count:
+        limit = min(start + max_lines, count)
+        end = (
+            next((i for i in range(limit, start, -1) if preferred[i]), None)
+            or next((i for i in range(limit, start, -1) if cuts[i]), None)
+            or next(i for i in range(limit + 1, count + 1) if cuts[i])
+        )
+        chunks.append((start, end))
+        start = end
+    return chunks
+
+
+def syntax_errors(text: str, language_id: str | None) -> int | None:
+    """The number of ERROR and MISSING nodes in the parse of ``text``; None if unknown language."""
+    if language_id not in LANGUAGES:
+        return None
+    count = 0
+    stack = [_parse(text, language_id).tree.root_node]
+    while stack:
+        node = stack.pop()
+        count += node.is_error or node.is_missing
+        if node.has_error:
+            stack.extend(node.children)
+    return count

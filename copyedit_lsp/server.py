@@ -1,0 +1,453 @@
+"""The language server: thin pygls handlers over :mod:`actions`, :mod:`editing`, :mod:`engine`.
+
+Every change goes to the client as a versioned ``workspace/applyEdit``; the server never writes a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextvars
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInternalError
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path, to_fs_path
+
+from . import __version__
+from .actions import Diagnostic, list_actions
+from .config import Settings, updated
+from .decoder import Cancelled, EditStats
+from .editing import (
+    EditArguments,
+    RefactorArguments,
+    Region,
+    adds_syntax_errors,
+    parse_arguments,
+    plan_region,
+    replace_region,
+)
+from .engine import Engine
+from .resolver import split_lines
+from .scope import language_for, top_level_chunks
+from .textedits import region_edits
+from .workspace_files import WorkspaceFile, workspace_files
+
+EDIT_COMMAND = "copyedit.edit"
+REFACTOR_COMMAND = "copyedit.refactorWorkspace"
+CANCEL_COMMAND = "copyedit.cancel"
+
+log = logging.getLogger(__name__)
+_request_id: contextvars.ContextVar[object] = contextvars.ContextVar("copyedit_request_id", default=None)
+
+
+class CopyeditProtocol(LanguageServerProtocol):
+    """Remembers which request a handler serves, so ``$/cancelRequest`` can stop a running edit."""
+
+    def _handle_request(self, msg_id, method_name, params):
+        token = _request_id.set(msg_id)
+        try:
+            return super()._handle_request(msg_id, method_name, params)
+        finally:
+            _request_id.reset(token)
+
+    def _handle_cancel_notification(self, msg_id):
+        stop = self._server.stops.get(msg_id)
+        if stop is not None:
+            stop.set()
+        super()._handle_cancel_notification(msg_id)
+
+
+class CopyeditServer(LanguageServer):
+    """The server's state: settings, the engine, the stop flags of running requests."""
+
+    def __init__(self) -> None:
+        super().__init__("copyedit-lsp", __version__, protocol_cls=CopyeditProtocol)
+        self.settings = Settings()
+        self.engine = Engine()
+        self.stops: dict[object, threading.Event] = {}
+
+
+server = CopyeditServer()
+
+
+def _notify(ls: CopyeditServer, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=f"copyedit: {message}"))
+
+
+def _load_model(ls: CopyeditServer) -> None:
+    """Load the configured model in the background, with progress where the client shows it."""
+    token = f"copyedit-load-{uuid.uuid4()}"
+    loop = asyncio.get_running_loop()
+    progress = _supports_progress(ls)
+    if progress:
+        ls.work_done_progress.create(token)
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="copyedit", message=f"loading {ls.settings.model}"))
+
+    def done(error: Exception | None) -> None:
+        def report() -> None:
+            if progress:
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="model failed to load" if error else "model ready"))
+            if error is not None:
+                _notify(ls, f"the model could not be loaded: {error}", types.MessageType.Error)
+
+        loop.call_soon_threadsafe(report)
+
+    ls.engine.load(ls.settings, done)
+
+
+def _supports_progress(ls: CopyeditServer) -> bool:
+    window = ls.client_capabilities.window
+    return bool(window and window.work_done_progress)
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: CopyeditServer, params: types.InitializeParams) -> None:
+    """``initialize``: read ``initializationOptions``; the model loads after ``initialized``."""
+    try:
+        ls.settings = updated(ls.settings, params.initialization_options)
+    except ValueError as error:
+        log.error("%s; using the defaults", error)
+
+
+@server.feature(types.INITIALIZED)
+def initialized(ls: CopyeditServer, params: types.InitializedParams) -> None:
+    """``initialized``: start loading the model in the background."""
+    _load_model(ls)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(ls: CopyeditServer, params: types.DidChangeConfigurationParams) -> None:
+    """``workspace/didChangeConfiguration``: new settings; reload the model if its settings changed."""
+    try:
+        new = updated(ls.settings, params.settings)
+    except ValueError as error:
+        _notify(ls, str(error), types.MessageType.Error)
+        return
+    reload = new.model_keys != ls.settings.model_keys
+    ls.settings = new
+    if reload:
+        _load_model(ls)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]),
+)
+def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """``textDocument/codeAction``: instruction comments, quick fixes, presets, "Edit with instruction..."."""
+    document = _open_document(ls, params.text_document.uri)
+    if document is None:
+        return []
+    start, end = params.range.start.line, params.range.end.line
+    diagnostics = [
+        Diagnostic(d.range.start.line, d.range.end.line, d.message, None if d.code is None else str(d.code))
+        for d in params.context.diagnostics
+        if d.source != "copyedit"
+    ]
+    actions = []
+    for action in list_actions(document.source, document.language_id, start, end, diagnostics):
+        arguments: dict = {"uri": params.text_document.uri, "version": document.version}
+        if action.instruction is not None:
+            arguments["instruction"] = action.instruction
+        if action.comment_line is not None:
+            arguments["commentLine"] = action.comment_line
+        selection = params.range if action.follows_selection else _cursor(action.start_line)
+        arguments["range"] = {
+            "start": {"line": selection.start.line, "character": selection.start.character},
+            "end": {"line": selection.end.line, "character": selection.end.character},
+        }
+        actions.append(
+            types.CodeAction(
+                title=action.title,
+                kind=action.kind,
+                command=types.Command(title=action.title, command=EDIT_COMMAND, arguments=[arguments]),
+            )
+        )
+    return actions
+
+
+def _cursor(line: int) -> types.Range:
+    position = types.Position(line=line, character=0)
+    return types.Range(start=position, end=position)
+
+
+def _open_document(ls: CopyeditServer, uri: str):
+    documents = ls.workspace.text_documents
+    return documents.get(uri) or documents.get(unquote(uri))
+
+
+class _Progress:
+    """Work-done progress for one request: cancellable, reports live figures, sets the stop flag."""
+
+    def __init__(self, ls: CopyeditServer, title: str, stop: threading.Event):
+        self.ls = ls
+        self.token = f"copyedit-{uuid.uuid4()}"
+        self.enabled = _supports_progress(ls)
+        self.stop = stop
+        self.loop = asyncio.get_running_loop()
+        self.started = time.perf_counter()
+        self.title = title
+
+    async def begin(self, message: str) -> None:
+        if not self.enabled:
+            return
+        try:
+            await self.ls.work_done_progress.create_async(self.token)
+        except Exception:  # the client refused: no progress, the edit still runs
+            self.enabled = False
+            return
+        self.ls.work_done_progress.begin(
+            self.token, types.WorkDoneProgressBegin(title=self.title, message=message, cancellable=True, percentage=0)
+        )
+        self.ls.work_done_progress.tokens[self.token].add_done_callback(lambda _: self.stop.set())
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        if self.enabled:
+            self.ls.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
+            )
+
+    def report_stats(self, stats: EditStats) -> None:
+        """Live figures from the decoder's thread: ops so far, copied vs generated tokens, tokens/s."""
+        rate = stats.decode_steps / max(stats.decode_seconds + stats.splice_seconds, 1e-6)
+        message = f"{stats.ops} ops, {stats.spliced_tokens} copied / {stats.decode_steps} generated tokens, {rate:.0f} tok/s"
+        self.loop.call_soon_threadsafe(self.report, message)
+
+    def end(self, message: str) -> None:
+        if self.enabled:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+            self.ls.work_done_progress.tokens.pop(self.token, None)
+
+
+def _request_stop(ls: CopyeditServer) -> tuple[object, threading.Event]:
+    request = _request_id.get()
+    stop = threading.Event()
+    ls.stops[request] = stop
+    return request, stop
+
+
+def _summary(stats: EditStats) -> dict:
+    return {
+        "ops": stats.ops,
+        "decodeSteps": stats.decode_steps,
+        "splicedTokens": stats.spliced_tokens,
+        "outputTokens": stats.output_tokens,
+        "seconds": round(stats.total_seconds, 3),
+    }
+
+
+def _command_arguments(command: str, arguments: tuple, kind: type):
+    """A command's argument object, with an instruction; an InvalidParams error that says why otherwise."""
+    try:
+        args = parse_arguments(arguments, kind)
+    except ValueError as error:
+        raise JsonRpcInvalidParams(f"{command}: {error}") from None
+    if not args.instruction or not args.instruction.strip():
+        raise JsonRpcInvalidParams(f"{command}: no instruction; say what to change")
+    return args
+
+
+@server.command(EDIT_COMMAND)
+async def edit(ls: CopyeditServer, *arguments) -> dict:
+    """``workspace/executeCommand`` ``copyedit.edit {uri, range?, instruction}``: edit a scope with the model."""
+    args = _command_arguments(EDIT_COMMAND, arguments, EditArguments)
+    document = _open_document(ls, args.uri)
+    if document is None:
+        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: {args.uri} is not an open document")
+    if args.version is not None and document.version != args.version:
+        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: the document changed (version {document.version}, not {args.version})")
+    text, version = document.source, document.version
+    if len(text.encode("utf-8", errors="surrogatepass")) > ls.settings.max_file_bytes:
+        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: the document is larger than maxFileBytes ({ls.settings.max_file_bytes})")
+    language = language_for(document.language_id, args.uri)
+    try:
+        region = plan_region(text, language, args)
+    except ValueError as error:
+        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: {error}") from None
+
+    request, stop = _request_stop(ls)
+    progress = _Progress(ls, "copyedit", stop)
+    what = f"{region.kind} {region.name}" if region.name else region.kind
+    try:
+        await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
+        result = await _run_region(ls, region, args.instruction, language, stop, progress.report_stats)
+    except Cancelled:
+        progress.end("cancelled: nothing applied")
+        return {"applied": False, "reason": "cancelled"}
+    except asyncio.CancelledError:  # $/cancelRequest: the decoder has stopped, the client gets an error
+        progress.end("cancelled: nothing applied")
+        raise
+    except Exception as error:
+        progress.end("failed: nothing applied")
+        raise JsonRpcInternalError(f"{EDIT_COMMAND}: {error}") from None
+    finally:
+        ls.stops.pop(request, None)
+
+    new_source, stats, program = result
+    new_text = replace_region(text, region, new_source)
+    reason = _refusal(ls, document, version, text, new_text, language)
+    if reason is not None:
+        progress.end(f"not applied: {reason}")
+        _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
+        return {"applied": False, "reason": reason, "text": new_text, "stats": _summary(stats)}
+    edits = region_edits(
+        text, region.start, region.end, new_source, program if region.comment_line is None else None, _encoding(ls)
+    )
+    applied = True
+    if edits:
+        response = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(
+                label=f"copyedit: {args.instruction}",
+                edit=types.WorkspaceEdit(
+                    document_changes=[
+                        types.TextDocumentEdit(
+                            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version),
+                            edits=edits,
+                        )
+                    ]
+                ),
+            )
+        )
+        applied = response.applied
+    progress.end(f"{len(edits)} edits applied" if applied else "the client did not apply the edit")
+    return {"applied": applied, "edits": len(edits), "text": new_text, "stats": _summary(stats)}
+
+
+async def _run_region(
+    ls: CopyeditServer, region: Region, instruction: str, language: str | None, stop: threading.Event, on_progress=None
+):
+    result = await ls.engine.edit(
+        region.source, instruction, ls.settings, language=language or "", stop=stop, on_progress=on_progress
+    )
+    return result.text, result.stats, result.program
+
+
+def _refusal(ls: CopyeditServer, document, version, before: str, after: str, language: str | None) -> str | None:
+    """Why a finished edit must not be applied, or None."""
+    if document.version != version or document.source != before:
+        return "the document changed while the edit ran; run it again"
+    if ls.settings.syntax_guard and adds_syntax_errors(before, after, language):
+        return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
+    return None
+
+
+def _encoding(ls: CopyeditServer) -> str:
+    return ls.workspace.position_encoding or types.PositionEncodingKind.Utf16
+
+
+@server.command(REFACTOR_COMMAND)
+async def refactor_workspace(ls: CopyeditServer, *arguments) -> dict:
+    """``workspace/executeCommand`` ``copyedit.refactorWorkspace {instruction, include?, maxFiles?}``."""
+    args = _command_arguments(REFACTOR_COMMAND, arguments, RefactorArguments)
+    roots = [Path(to_fs_path(f.uri)) for f in ls.workspace.folders.values()] or (
+        [Path(ls.workspace.root_path)] if ls.workspace.root_path else []
+    )
+    if not roots:
+        raise JsonRpcInvalidParams(f"{REFACTOR_COMMAND}: the client opened no workspace folder")
+    files, skipped = workspace_files(roots, args.include, args.maxFiles, max_bytes=ls.settings.max_file_bytes)
+    request, stop = _request_stop(ls)
+    progress = _Progress(ls, "copyedit: refactor workspace", stop)
+    changes: list[types.TextDocumentEdit] = []
+    annotations: dict[str, types.ChangeAnnotation] = {}
+    try:
+        await progress.begin(f"{len(files)} files")
+        for number, file in enumerate(files, 1):
+            progress.report(f"file {number} of {len(files)}: {file.relative}", int(100 * (number - 1) / max(len(files), 1)))
+            change = await _refactor_file(ls, file, args.instruction, stop, skipped)
+            if change is not None:
+                annotations[file.relative] = types.ChangeAnnotation(
+                    label=file.relative, needs_confirmation=True, description=args.instruction
+                )
+                changes.append(change)
+    except Cancelled:
+        progress.end("cancelled: nothing applied")
+        return {"applied": False, "reason": "cancelled"}
+    except asyncio.CancelledError:
+        progress.end("cancelled: nothing applied")
+        raise
+    finally:
+        ls.stops.pop(request, None)
+    if skipped:
+        _notify(ls, "skipped " + "; ".join(f"{path}: {why}" for path, why in skipped), types.MessageType.Warning)
+    applied = False
+    if changes:
+        response = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(
+                label=f"copyedit: {args.instruction}",
+                edit=types.WorkspaceEdit(document_changes=changes, change_annotations=annotations),
+            )
+        )
+        applied = response.applied
+    progress.end(f"{len(changes)} files changed")
+    return {"applied": applied, "files": len(files), "changed": len(changes), "skipped": [p for p, _ in skipped]}
+
+
+async def _refactor_file(
+    ls: CopyeditServer, file: WorkspaceFile, instruction: str, stop: threading.Event, skipped: list
+) -> types.TextDocumentEdit | None:
+    """The annotated edit of one file, edited whole or in top-level chunks that fit the context."""
+    uri = from_fs_path(str(file.path))
+    document = _open_document(ls, uri)
+    text, version = (document.source, document.version) if document is not None else (file.text, None)
+    language = language_for(document.language_id if document else None, str(file.path))
+    max_lines = max(20, ls.settings.n_ctx // 40)  # a code line is about 10 tokens; keep room for the prompt
+    lines = split_lines(text)
+    edits: list[types.AnnotatedTextEdit] = []
+    for start, end in top_level_chunks(text, language, max_lines):
+        region = Region(start, end, "".join(lines[start:end]), "chunk")
+        try:
+            new_source, _, program = await _run_region(ls, region, instruction, language, stop)
+        except Cancelled:
+            raise
+        except Exception as error:  # this file is reported and left alone; the others go on
+            skipped.append((file.relative, str(error)))
+            return None
+        edits += [
+            types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=file.relative)
+            for e in region_edits(text, region.start, region.end, new_source, program, _encoding(ls))
+        ]
+    if not edits:
+        return None
+    return types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=edits
+    )
+
+
+@server.command(CANCEL_COMMAND)
+def cancel(ls: CopyeditServer, *arguments) -> dict:
+    """``workspace/executeCommand`` ``copyedit.cancel``: stop every queued or running edit."""
+    return {"cancelled": ls.engine.cancel_all()}
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: CopyeditServer, params: None) -> None:
+    """``shutdown``: stop the edits; the model is freed with the process."""
+    ls.engine.cancel_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``copyedit-lsp``: stdio by default, ``--tcp HOST:PORT`` too."""
+    parser = argparse.ArgumentParser(prog="copyedit-lsp", description="The copyedit language server.")
+    parser.add_argument("--version", action="version", version=f"copyedit-lsp {__version__}")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    parser.add_argument("--log-file", help="write the server's log here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(filename=args.log_file, level=logging.INFO if args.log_file else logging.WARNING)
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Turn a program's minimal line edits into LSP TextEdits, in the client's position encoding."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from .program import Program
+from .resolver import LineEdit, split_lines, text_edits
+
+
+def _units(text: str, encoding: str) -> int:
+    """Length of ``text`` in the position encoding's code units."""
+    if encoding == types.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8"))
+    if encoding == types.PositionEncodingKind.Utf32:
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def line_start(lines: list[str], line: int, encoding: str) -> types.Position:
+    """The position where 0-based ``line`` starts; past the last line, the end of the document."""
+    if line < len(lines) or not lines or lines[-1].endswith(("\n", "\r")):
+        return types.Position(line=line, character=0)
+    last = lines[-1]
+    return types.Position(line=len(lines) - 1, character=_units(last, encoding))
+
+
+def lsp_edits(
+    edits: list[LineEdit], document: str, *, first_line: int = 0, encoding: str = types.PositionEncodingKind.Utf16
+) -> list[types.TextEdit]:
+    """LSP TextEdits for line edits of a region that starts at ``first_line`` of ``document``."""
+    lines = split_lines(document)
+    return [
+        types.TextEdit(
+            range=types.Range(
+                start=line_start(lines, first_line + e.start, encoding),
+                end=line_start(lines, first_line + e.end, encoding),
+            ),
+            new_text=e.new_text,
+        )
+        for e in edits
+    ]
+
+
+def region_edits(
+    document: str, start: int, end: int, new_region: str, program: Program | None, encoding: str
+) -> list[types.TextEdit]:
+    """The minimal TextEdits that replace lines ``start``..``end - 1`` of ``document`` by ``new_region``.
+
+    With a program, its copies are no-ops; without one (rewrite mode), the oracle program of
+    the region's line diff stands in for it.
+    """
+    from .resolver import oracle_program
+
+    region = "".join(split_lines(document)[start:end])
+    program = program if program is not None else oracle_program(region, new_region)
+    return lsp_edits(text_edits(program, region), document, first_line=start, encoding=encoding)

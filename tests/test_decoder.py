@@ -1,0 +1,161 @@
+"""The decoder on real models: the grammar holds, copies are spliced in one batch, forced mode is exact."""
+
+import pytest
+
+from copyedit_lsp.backend import Backend, BackendError
+from copyedit_lsp.datasets import load_items
+from copyedit_lsp.decoder import Cancelled, ContextOverflow, Decoder, _model_view, _newline_of, _whole_lines
+from copyedit_lsp.grammar import digit_choices
+from copyedit_lsp.models import ModelError
+from copyedit_lsp.program import Copy, Gen, Program, parse_program
+from copyedit_lsp.prompt import SourceView, rewrite_messages
+from copyedit_lsp.resolver import oracle_program, resolve
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_path):
+    decoder = Decoder(Backend(tiny_model_path, n_ctx=4096, n_threads=2))
+    yield decoder
+    decoder.backend.close()
+
+
+@pytest.fixture(scope="module")
+def qwen(default_model_path):
+    decoder = Decoder(Backend(default_model_path, n_ctx=4096, n_threads=2))
+    yield decoder
+    decoder.backend.close()
+
+
+def chosen_tokens(decoder: Decoder, program: Program, n: int) -> int:
+    """The tokens a perfect model chooses for ``program``: branch points, digits with a choice, gen bodies."""
+
+    def branch_points(name: str) -> int:
+        alive, depth, points = dict(decoder.op_pieces), 0, 0
+        if not n:
+            alive.pop("copy")
+        while len(alive) > 1:
+            token = decoder.op_pieces[name][depth]
+            points += len({t[depth] for t in alive.values()}) > 1
+            alive = {k: v for k, v in alive.items() if v[depth] == token}
+            depth += 1
+        return points
+
+    def digit_steps(number: int, lo: int) -> int:
+        text, steps = str(number), 0
+        for k in range(len(text) + 1):
+            digits, can_end = digit_choices(text[:k], lo, n)
+            steps += len(digits) + can_end > 1
+        return steps
+
+    total = branch_points("end")
+    for op in program.ops:
+        if isinstance(op, Copy):
+            total += branch_points("copy") + digit_steps(op.start, 1) + digit_steps(op.end, op.start)
+        else:
+            total += branch_points("gen") + len(decoder.backend.tokenize(_model_view(op.text) + "</gen>"))
+    return total
+
+
+def test_forced_mode_reproduces_every_humanevalfix_python_item(tiny):
+    items = load_items("humanevalfix-python")
+    assert len(items) == 164
+    for item in items:
+        program = oracle_program(item.before, item.after)
+        result = tiny.edit(item.before, item.instruction, mode="forced", program=program)
+        assert result.text == item.after, item.id
+        assert result.program == program, item.id
+        n = len(SourceView.of(item.before).lines)
+        assert result.stats.decode_steps == chosen_tokens(tiny, program, n), item.id
+        copies = [op for op in program.ops if isinstance(op, Copy)]
+        assert result.stats.splice_calls == len(copies)
+        assert result.stats.splice_eval_calls == [1] * len(copies)
+
+
+def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
+    item = load_items("quixbugs", limit=1)[0]
+    program = oracle_program(item.before, item.after)
+    result = tiny.edit(item.before, item.instruction, mode="forced", program=program, splice="none")
+    assert result.text == item.after
+    assert result.stats.spliced_tokens == 0 and result.stats.splice_calls == 0
+
+
+def test_program_mode_on_real_edits_with_the_default_model(qwen):
+    """20 HumanEvalFix items: programs parse and stay in range; each copy is one splice of its lines."""
+    for item in load_items("humanevalfix-python", limit=20):
+        result = qwen.edit(item.before, item.instruction, language="python")
+        view = SourceView.of(item.before)
+        program = parse_program(result.program.to_text(), n_lines=len(view.lines))
+        assert resolve(program, item.before) == result.text
+        copies = [op for op in program.ops if isinstance(op, Copy)]
+        spans = [len(qwen.backend.tokenize(view.span(c.start, c.end))) for c in copies]
+        assert result.stats.splice_spans == spans, item.id
+        assert result.stats.splice_eval_calls == [1] * len(copies), item.id
+        if copies:
+            assert result.stats.decode_steps < result.stats.output_tokens, item.id
+
+
+def test_second_edit_reuses_the_prompt_prefix(tiny):
+    first = tiny.edit("x = 1\n", "Rename x to y.", mode="rewrite", language="python")
+    tiny.edit("a = 2\nb = 3\n", "Swap the values.", mode="rewrite", language="python")
+    second = tiny.edit("x = 1\n", "Rename x to y.", mode="rewrite", language="python")
+    assert first.stats.prefill_tokens + first.stats.prefix_reused_tokens == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
+    examples = rewrite_messages("", "", "")[:-1]  # the system prompt and the examples
+    shared = tiny.backend.tokenize(tiny.template.render(examples, ""), special=True)
+    assert second.stats.prefix_cache_hit
+    assert second.stats.prefix_reused_tokens >= len(shared) - 2  # system prompt and examples not re-evaluated
+    assert second.stats.prefill_tokens < first.stats.prefill_tokens + first.stats.prefix_reused_tokens // 2
+
+
+def test_document_longer_than_the_context_fails_before_decoding(tiny_model_path):
+    decoder = Decoder(Backend(tiny_model_path, n_ctx=1024, n_threads=2))
+    calls = decoder.backend.counters.calls
+    with pytest.raises(ContextOverflow, match="do not fit the model's context of 1024 tokens"):
+        decoder.edit("".join(f"value_{i} = {i}\n" for i in range(400)), "Double every value.")
+    assert decoder.backend.counters.calls == calls
+    decoder.backend.close()
+
+
+def test_cancellation_mid_program_returns_nothing_and_the_next_edit_works(tiny):
+    item = load_items("humanevalfix-python", limit=1)[0]
+    program = oracle_program(item.before, item.after)
+    checks = []
+
+    def stop() -> bool:
+        checks.append(1)
+        return len(checks) > 5
+
+    with pytest.raises(Cancelled):
+        tiny.edit(item.before, item.instruction, mode="forced", program=program, stop=stop)
+    assert len(checks) == 6  # stopped at the first check after the flag went up
+    assert tiny.edit(item.before, item.instruction, mode="forced", program=program).text == item.after
+
+
+def test_reserved_strings_in_document_instruction_and_generated_code(tiny):
+    before = 'doc = "<copy lines=\\"1-2\\"/>"\r\nend = "</gen>"\r\nx = "<program></program>"\r\n'
+    after = 'doc = "<copy lines=\\"1-2\\"/>"\r\nend = "</gen>\\n<gen>"\r\nx = "<program></program>"\r\n'
+    program = oracle_program(before, after)
+    result = tiny.edit(before, "Add </gen> and <copy to the end string. </program>", mode="forced", program=program)
+    assert result.text == after
+    free = tiny.edit(before, "Append '</program>' to x. </gen></program>", language="python")
+    assert parse_program(free.program.to_text(), n_lines=3) == free.program
+
+
+def test_missing_and_corrupt_model_files_give_clear_errors(tmp_path, tiny_model_path):
+    with pytest.raises(ModelError, match="does not exist|not found|missing"):
+        Backend(tmp_path / "absent.gguf")
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"not a model at all" * 10)
+    with pytest.raises(ModelError, match="GGUF"):
+        Backend(garbage)
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(tiny_model_path.read_bytes()[: 4 << 20])
+    with pytest.raises((BackendError, ModelError)):
+        Backend(truncated)
+
+
+def test_gens_are_whole_lines_in_the_documents_line_breaks():
+    ops = [Gen("a\nb"), Copy(1, 1), Gen("c\nd")]
+    assert _whole_lines(ops, "\r\n") == [Gen("a\r\nb\r\n"), Copy(1, 1), Gen("c\r\nd")]
+    assert _newline_of("a\r\nb\r\n") == "\r\n" and _newline_of("a\nb\r\n") == "\r\n" and _newline_of("a\nb\nc\r\n") == "\n"

@@ -1,0 +1,171 @@
+"""The GBNF grammar: llama.cpp accepts it for every n, and it agrees with the parser."""
+
+import ctypes
+import re
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import programs
+from test_program import damaged_programs
+
+from copyedit_lsp.grammar import digit_choices, grammar_template, instantiate, number_rule
+from copyedit_lsp.program import ProgramError, parse_program
+
+llama = pytest.importorskip("llama_cpp.llama_cpp")
+
+SIZES = [1, 9, 10, 99, 100, 347, 5000, 100000]
+
+
+class GbnfChecker:
+    """Runs text through llama.cpp's own grammar sampler, token by token, with a model's vocabulary."""
+
+    def __init__(self, model_path):
+        llama.llama_backend_init()
+        params = llama.llama_model_default_params()
+        params.vocab_only = True
+        self.model = llama.llama_model_load_from_file(str(model_path).encode(), params)
+        assert self.model, "the vocabulary did not load"
+        self.vocab = llama.llama_model_get_vocab(self.model)
+        self.eos = llama.llama_vocab_eos(self.vocab)
+
+    def sampler(self, gbnf: str):
+        return llama.llama_sampler_init_grammar(self.vocab, gbnf.encode(), b"root")
+
+    def tokenize(self, text: str) -> list[int]:
+        data = text.encode()
+        tokens = (llama.llama_token * (len(data) + 8))()
+        n = llama.llama_tokenize(self.vocab, data, len(data), tokens, len(tokens), False, True)
+        assert n >= 0
+        return list(tokens[:n])
+
+    def round_trips(self, text: str) -> bool:
+        """Whether the vocabulary spells ``text`` exactly (a tokenizer may drop bytes it lacks) and
+        ``text`` has no NUL (llama.cpp's grammar reads a NUL as the end of a token's text)."""
+        pieces = []
+        for token in self.tokenize(text):
+            buffer = ctypes.create_string_buffer(64)
+            n = llama.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, True)
+            pieces.append(buffer.raw[:n])
+        return b"".join(pieces) == text.encode() and "\x00" not in text
+
+    def accepts(self, gbnf: str, text: str) -> bool:
+        sampler = self.sampler(gbnf)
+        assert sampler, "llama.cpp rejected the grammar"
+        try:
+            for token in self.tokenize(text):
+                if not self._allowed(sampler, token):
+                    return False
+                llama.llama_sampler_accept(sampler, token)
+            return self._allowed(sampler, self.eos)  # end of text only where the grammar can end
+        finally:
+            llama.llama_sampler_free(sampler)
+
+    @staticmethod
+    def _allowed(sampler, token: int) -> bool:
+        data = (llama.llama_token_data * 1)(llama.llama_token_data(token, 0.0, 0.0))
+        candidates = llama.llama_token_data_array(data, 1, -1, False)
+        llama.llama_sampler_apply(sampler, ctypes.byref(candidates))
+        return data[0].logit != float("-inf")
+
+
+@pytest.fixture(scope="module")
+def gbnf(tiny_model_path):
+    return GbnfChecker(tiny_model_path)
+
+
+def test_template_is_valid_gbnf_on_its_own(gbnf):
+    assert gbnf.accepts(grammar_template(), '<program>\n<copy lines="123456789-987654321"/>\n</program>')
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_instantiated_grammar_loads_and_bounds_line_numbers(gbnf, n):
+    grammar = instantiate(n)
+    assert len(grammar) < len(grammar_template()) + 400  # digit ranges, not an n-way alternation
+    sampler = gbnf.sampler(grammar)
+    assert sampler
+    llama.llama_sampler_free(sampler)
+
+    def copy(i, j):
+        return f'<program>\n<copy lines="{i}-{j}"/>\n</program>'
+
+    assert gbnf.accepts(grammar, copy(1, n))
+    assert gbnf.accepts(grammar, copy(n, n))
+    assert not gbnf.accepts(grammar, copy(1, n + 1))
+    assert not gbnf.accepts(grammar, copy(0, 1))
+    assert not gbnf.accepts(grammar, copy("01", 1))
+    if n >= 10:
+        assert gbnf.accepts(grammar, copy(n // 3 + 1, n - 1))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<program>\n</program>",
+        '<program>\n<copy lines="2-5"/>\n<gen>\n    return x</gen>\n</program>',
+        "<program>\n<gen>\na\r\nb\rc\n</gen>\n</program>",
+        "<program>\n<gen>\n</gen\n<<\\/gen>\n</gen>\n</program>",
+        "<program>\n<gen>\nx</gen>\n</program>",
+        "<program>\n<gen>\nx</gen>\n<gen>\ny\n</gen>\n</program>",
+        "<program>\n<gen>\n\n</gen>\n</program>",
+        "<program>\n<gen>\n</gen>\n</program>",
+        "<program>\n<gen>\nx\n</gen>\n</program>\n",
+        '<program>\n<copy lines="3"/>\n</program>',
+        "<program>\n<gen>\na </gen> b\n</gen>\n</program>",
+    ],
+)
+def test_grammar_and_parser_agree_on_examples(gbnf, text):
+    assert gbnf.accepts(instantiate(10), text) == _parses(text, 10)
+
+
+def _parses(text: str, n: int) -> bool | None:
+    """True if the parser accepts, False if it rejects, None if it accepts once every copy's
+    start and end are put in order: start <= end is the one rule a compact grammar cannot
+    state (see copyedit.gbnf)."""
+
+    def accepted(program_text: str) -> bool:
+        try:
+            parse_program(program_text, n_lines=n)
+        except ProgramError:
+            return False
+        return True
+
+    if accepted(text):
+        return True
+    ordered = re.sub(
+        r'<copy lines="([1-9][0-9]*)-([1-9][0-9]*)"',
+        lambda m: '<copy lines="{}-{}"'.format(*sorted(map(int, m.groups()))),
+        text,
+    )
+    return None if ordered != text and accepted(ordered) else False
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(programs().map(lambda p: p.to_text()), damaged_programs()))
+def test_grammar_and_parser_agree_on_generated_programs(gbnf, text):
+    assume(gbnf.round_trips(text))
+    expected = _parses(text, 150)
+    accepted = gbnf.accepts(instantiate(150), text)
+    if expected is None:  # only start > end is wrong: the grammar admits it, the parser does not
+        assert accepted
+    else:
+        assert accepted == expected
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_digit_mask_agrees_with_number_rule(n):
+    rule = re.compile("(?:" + number_rule(n).replace('"', "").replace(" ", "") + ")$")
+    samples = {1, 2, n, n - 1, n + 1, n // 2, n // 7 + 3, 10, 99, 100, 1000}
+    for value in sorted(v for v in samples if v >= 1):
+        text = str(value)
+        reachable = all(text[k] in digit_choices(text[:k], 1, n)[0] for k in range(len(text)))
+        complete = reachable and digit_choices(text, 1, n)[1]
+        assert complete == bool(rule.match(text)) == (1 <= value <= n), value
+
+
+def test_digit_mask_keeps_end_at_or_after_start():
+    assert digit_choices("", 120, 347) == ("123", False)
+    assert digit_choices("1", 120, 347) == ("23456789", False)  # 120..199 only
+    assert digit_choices("12", 120, 347) == ("0123456789", False)
+    assert digit_choices("11", 120, 347) == ("", False)
+    assert digit_choices("34", 120, 347) == ("01234567", False)

@@ -1,0 +1,96 @@
+"""The program's text form: parsing, printing, escaping, strict errors."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import FRAGMENTS, programs
+
+from copyedit_lsp.program import RESERVED, Copy, Gen, Program, ProgramError, escape, parse_program, unescape
+
+EXAMPLE = '<program>\n<copy lines="1-3"/>\n<gen>\n    return x + 1\n</gen>\n<copy lines="5-9"/>\n</program>'
+
+
+def test_parse_example():
+    program = parse_program(EXAMPLE)
+    assert program.ops == (Copy(1, 3), Gen("    return x + 1\n"), Copy(5, 9))
+    assert program.to_text() == EXAMPLE
+
+
+def test_last_gen_may_end_without_line_break():
+    program = Program((Copy(1, 2), Gen("tail")))
+    assert program.to_text().endswith("<gen>\ntail</gen>\n</program>")
+    assert parse_program(program.to_text()) == program
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", "'<program>\\n'"),
+        ("<program>\n", "'<copy', '<gen>' or '</program>'"),
+        ('<program>\n<copy lines="0-3"/>\n</program>', "line number"),
+        ('<program>\n<copy lines="01-3"/>\n</program>', "line number"),
+        ('<program>\n<copy lines="4-3"/>\n</program>', "start 4 > end 3"),
+        ('<program>\n<copy lines="1:3"/>\n</program>', "expected '-'"),
+        ('<program>\n<copy lines="1-3">\n</program>', "'\"/>\\n'"),
+        ("<program>\n<gen>\n</gen>\n</program>", "empty gen"),
+        ("<program>\n<gen>\nx\n</program>", "without '</gen>'"),
+        ("<program>\n<gen>\nx</gen>\n<copy lines=\"1-1\"/>\n</program>", "only the last gen"),
+        ("<program>\n<gen>\nx\n</gen></program>", "'</gen>\\n'"),
+        ("<program>\n</program>\n", "text after"),
+    ],
+)
+def test_malformed_programs_name_what_was_expected(text, expected):
+    with pytest.raises(ProgramError) as error:
+        parse_program(text)
+    assert expected in str(error.value)
+    assert "offset" in str(error.value)
+
+
+def test_range_checked_against_line_count():
+    text = '<program>\n<copy lines="2-7"/>\n</program>'
+    assert parse_program(text, n_lines=7) == Program((Copy(2, 7),))
+    with pytest.raises(ProgramError, match="op 1"):
+        parse_program(text, n_lines=6)
+
+
+def test_reserved_strings_are_escaped_in_gens():
+    program = Program((Gen("".join(f"{r}\n" for r in RESERVED)),))
+    text = program.to_text()
+    body = text[len("<program>\n<gen>\n") : -len("</gen>\n</program>")]
+    assert not any(r in body for r in RESERVED)
+    assert parse_program(text) == program
+
+
+@settings(max_examples=3000, deadline=None)
+@given(programs())
+def test_print_parse_round_trip(program):
+    assert parse_program(program.to_text()) == program
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4))).map("".join))
+def test_escape_is_reversible_and_hides_reserved_strings(text):
+    escaped = escape(text)
+    assert unescape(escaped) == text
+    assert not any(r in escaped for r in RESERVED)
+    assert escaped.count("\n") == text.count("\n") and escaped.count("\r") == text.count("\r")
+
+
+@st.composite
+def damaged_programs(draw):
+    """Valid program texts with a random slice deleted, duplicated or replaced."""
+    text = draw(programs()).to_text()
+    i = draw(st.integers(0, len(text)))
+    j = draw(st.integers(i, min(len(text), i + 12)))
+    filler = draw(st.one_of(st.sampled_from(['"', "-", "0", "9", "<", "/>", "\n", "</gen>\n"]), st.text(max_size=3)))
+    return draw(st.sampled_from([text[:i] + text[j:], text[:j] + text[i:], text[:i] + filler + text[j:]]))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(damaged_programs(), st.text(max_size=40)))
+def test_malformed_programs_raise_only_program_error(text):
+    try:
+        program = parse_program(text, n_lines=150)
+    except ProgramError:
+        return
+    assert parse_program(program.to_text()) == program

@@ -1,0 +1,319 @@
+"""End-to-end: pytest-lsp drives the real server over stdio, with the real models."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from copyedit_lsp.resolver import split_lines
+
+pytestmark = pytest.mark.model
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
+TINY = {"model": "smollm2-135m", "nThreads": 2, "nCtx": 4096}
+
+PYTHON = '''import math
+
+
+def area(radius):
+    return math.pi * radius * 2
+
+
+# copyedit: rename radius to r
+def circumference(radius):
+    return 2 * math.pi * radius
+'''
+
+
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply LSP edits (UTF-16 positions, non-overlapping) to ``text``, as an editor would."""
+    lines = split_lines(text)
+
+    def offset(position: types.Position) -> int:
+        before = "".join(lines[: position.line])
+        line = lines[position.line] if position.line < len(lines) else ""
+        prefix = line.encode("utf-16-le")[: 2 * position.character].decode("utf-16-le")
+        return len(before) + len(prefix)
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+async def start(client: LanguageClient, capabilities: str, options: dict, root: Path | None = None) -> None:
+    client.applied = []
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        client.applied.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    folders = [types.WorkspaceFolder(uri=root.as_uri(), name="ws")] if root else None
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(capabilities),
+            initialization_options=options,
+            workspace_folders=folders,
+            root_uri=root.as_uri() if root else None,
+        )
+    )
+
+
+@pytest_lsp.fixture(config=SERVER, params=["neovim@v0.7.0", "visual-studio-code"])
+async def tiny(request, lsp_client: LanguageClient):
+    """A client of the server with the tiny model, as Neovim and as VS Code."""
+    await start(lsp_client, request.param, TINY)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def qwen(lsp_client: LanguageClient):
+    """A VS Code client of the server with the default model."""
+    await start(lsp_client, "visual-studio-code", {"nThreads": 2})
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+def open_document(client: LanguageClient, uri: str, text: str, language: str = "python", version: int = 1) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)
+        )
+    )
+
+
+def nested_command(action) -> dict:
+    """The command of a code action.  lsprotocol decodes a CodeAction that has a ``command`` key as
+    a Command whose ``command`` field is the repr of the real command object: read it back."""
+    assert isinstance(action, types.Command)
+    return ast.literal_eval(action.command)
+
+
+async def code_actions(client: LanguageClient, uri: str, line: int, diagnostics=()) -> list:
+    cursor = types.Position(line=line, character=0)
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=cursor, end=cursor),
+            context=types.CodeActionContext(diagnostics=list(diagnostics)),
+        )
+    )
+
+
+async def run_edit(client: LanguageClient, arguments: dict):
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="copyedit.edit", arguments=[arguments])
+    )
+
+
+async def test_code_actions_of_each_kind(tiny):
+    uri = "file:///tmp/shapes.py"
+    open_document(tiny, uri, PYTHON)
+    diagnostic = types.Diagnostic(
+        range=types.Range(start=types.Position(line=4, character=4), end=types.Position(line=4, character=10)),
+        message="area uses the diameter",
+        code="E42",
+        source="lint",
+    )
+    actions = await code_actions(tiny, uri, 7, [diagnostic])
+    titles = [a.title for a in actions]
+    assert titles == [
+        "Fix with copyedit: area uses the diameter",
+        "copyedit: rename radius to r",
+        "Add docstring",
+        "Add type hints",
+        "Edit with instruction...",
+    ]
+    commands = [nested_command(a) for a in actions]
+    assert all(c["command"] == "copyedit.edit" and c["title"] == a.title for a, c in zip(actions, commands))
+    fix, comment, _, _, free = (c["arguments"][0] for c in commands)
+    assert fix["instruction"] == "Fix this problem: area uses the diameter (E42)" and fix["range"]["start"]["line"] == 4
+    assert comment["commentLine"] == 7 and comment["instruction"] == "rename radius to r"
+    assert "instruction" not in free and free["version"] == 1
+
+    open_document(tiny, "file:///tmp/greet.js", "function greet(name) {\n  return 'hi ' + name;\n}\n", "javascript")
+    titles = [a.title for a in await code_actions(tiny, "file:///tmp/greet.js", 1)]
+    assert titles == ["Add JSDoc comment", "Edit with instruction..."]
+
+
+async def test_edit_applies_minimal_versioned_edits_equal_to_the_decoders_result(qwen):
+    uri = "file:///tmp/stats.py"
+    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    open_document(qwen, uri, text, version=7)
+    cursor = types.Position(line=5, character=8)
+    result = await run_edit(
+        qwen, {"uri": uri, "range": {"start": vars_(cursor), "end": vars_(cursor)}, "instruction": "Fix the bug in mean."}
+    )
+    assert result["applied"] is True
+    assert result["stats"]["splicedTokens"] >= 0 and result["stats"]["decodeSteps"] > 0
+    if result["edits"] == 0:
+        assert result["text"] == text and qwen.applied == []
+        return
+    (params,) = qwen.applied
+    (change,) = params.edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == 7
+    assert apply_text_edits(text, change.edits) == result["text"]
+    old = split_lines(text)
+    for edit in change.edits:  # no edit replaces a line by itself
+        touched = "".join(old[edit.range.start.line : edit.range.end.line])
+        assert edit.new_text != touched
+    function_lines = range(0, 5)  # mean() is lines 0-4: nothing else may change
+    assert all(e.range.start.line in function_lines and e.range.end.line <= 5 for e in change.edits)
+    progress = [v for reports in qwen.progress_reports.values() for v in reports]
+    assert any(isinstance(v, types.WorkDoneProgressReport) and "copied" in (v.message or "") for v in progress)
+
+
+def vars_(position: types.Position) -> dict:
+    return {"line": position.line, "character": position.character}
+
+
+def _progress_token(client: LanguageClient) -> str | None:
+    for token, reports in client.progress_reports.items():
+        if str(token).startswith("copyedit-") and not str(token).startswith("copyedit-load") and any(
+            isinstance(r, types.WorkDoneProgressReport) for r in reports
+        ):
+            return token
+    return None
+
+
+async def _wait_for_progress(client: LanguageClient) -> str:
+    for _ in range(600):
+        token = _progress_token(client)
+        if token is not None:
+            return token
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no progress report arrived: {client.progress_reports} {client.messages}")
+
+
+LONG = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(12))
+
+
+async def test_progress_reports_figures_and_cancel_applies_nothing(tiny):
+    uri = "file:///tmp/long.py"
+    open_document(tiny, uri, LONG)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
+    task = asyncio.create_task(run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Rename x to value everywhere."}))
+    token = await _wait_for_progress(tiny)
+    begin = tiny.progress_reports[token][0]
+    assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable
+    tiny.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(task, 60)
+    assert result == {"applied": False, "reason": "cancelled"}
+    assert tiny.applied == []
+    assert isinstance(tiny.progress_reports[token][-1], types.WorkDoneProgressEnd)
+
+
+async def test_cancel_request_stops_the_edit(tiny):
+    uri = "file:///tmp/long2.py"
+    open_document(tiny, uri, LONG)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
+    future = tiny.protocol.send_request(
+        types.WORKSPACE_EXECUTE_COMMAND,
+        types.ExecuteCommandParams(
+            command="copyedit.edit", arguments=[{"uri": uri, "range": everything, "instruction": "Rename x to y."}]
+        ),
+    )
+    token = await _wait_for_progress(tiny)
+    (request_id,) = [i for i, f in tiny.protocol._request_futures.items() if f is future]
+    tiny.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=request_id))
+    with pytest.raises(JsonRpcRequestCancelled):  # LSP's answer to a cancelled request
+        await asyncio.wait_for(asyncio.wrap_future(future), 60)
+    for _ in range(600):  # the server ends the progress once the decoder has stopped
+        if isinstance(tiny.progress_reports[token][-1], types.WorkDoneProgressEnd):
+            break
+        await asyncio.sleep(0.05)
+    assert tiny.progress_reports[token][-1].message == "cancelled: nothing applied"
+    assert tiny.applied == []
+
+
+async def test_a_stale_version_is_refused(tiny):
+    uri = "file:///tmp/stale.py"
+    open_document(tiny, uri, LONG)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
+    task = asyncio.create_task(run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."}))
+    await _wait_for_progress(tiny)
+    tiny.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=LONG + "# typed meanwhile\n")],
+        )
+    )
+    result = await asyncio.wait_for(task, 300)
+    assert result["applied"] is False and "changed while the edit ran" in result["reason"]
+    assert tiny.applied == []
+    with pytest.raises(Exception, match="the document changed"):  # a stale version is refused up front too
+        await run_edit(tiny, {"uri": uri, "version": 1, "instruction": "Anything."})
+
+
+async def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(tiny):
+    uri = "file:///tmp/ok.py"
+    open_document(tiny, uri, PYTHON)
+    bad = [
+        ([], "one argument object"),
+        (["not an object"], "one argument object"),
+        ([{"instruction": "x"}], "uri"),
+        ([{"uri": uri, "instruction": "x", "range": {"start": {"line": "a"}}}], "invalid arguments"),
+        ([{"uri": uri}], "no instruction"),
+        ([{"uri": "file:///tmp/unknown.py", "instruction": "x"}], "not an open document"),
+        ([{"uri": uri, "instruction": "x", "range": {"start": {"line": 90, "character": 0}, "end": {"line": 99, "character": 0}}}], "outside the document"),
+        ([{"uri": uri, "instruction": "x", "surprise": 1}], "surprise"),
+    ]
+    for arguments, message in bad:
+        with pytest.raises(Exception, match=message):
+            await tiny.workspace_execute_command_async(types.ExecuteCommandParams(command="copyedit.edit", arguments=arguments))
+    actions = await code_actions(tiny, uri, 4)
+    assert actions and actions[-1].title == "Edit with instruction..."
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def workspace_client(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("workspace")
+    outside = tmp_path_factory.mktemp("outside")
+    (root / "a.py").write_text("def add(a, b):\n    return a + b\n")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "b.js").write_text("function sub(a, b) {\n  return a - b;\n}\n")
+    (root / "pkg" / "c.ts").write_text("export function mul(a: number, b: number): number {\n  return a * b;\n}\n")
+    (root / "data.bin.py").write_bytes(b"\x00\x01binary")
+    (root / "latin1.py").write_bytes("caf\xe9 = 1\n".encode("latin-1"))
+    (outside / "secret.py").write_text("SECRET = 1\n")
+    (root / "link.py").symlink_to(outside / "secret.py")
+    lsp_client.root = root
+    lsp_client.outside = outside
+    await start(lsp_client, "visual-studio-code", {"nThreads": 2}, root)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_workspace_refactor_is_one_annotated_edit_inside_the_workspace(workspace_client):
+    client = workspace_client
+    secret_before = (client.outside / "secret.py").read_bytes()
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="copyedit.refactorWorkspace",
+            arguments=[{"instruction": "Add a comment above the function that says what it does."}],
+        )
+    )
+    assert result["files"] == 3
+    assert sorted(result["skipped"]) == ["data.bin.py", "latin1.py", "link.py"]
+    (params,) = client.applied
+    changes = params.edit.document_changes
+    assert len(changes) == result["changed"] == 3
+    uris = {c.text_document.uri for c in changes}
+    assert uris == {(client.root / p).as_uri() for p in ("a.py", "pkg/b.js", "pkg/c.ts")}
+    annotations = params.edit.change_annotations
+    assert set(annotations) == {"a.py", "pkg/b.js", "pkg/c.ts"}
+    assert all(a.needs_confirmation for a in annotations.values())
+    for change in changes:
+        assert all(isinstance(e, types.AnnotatedTextEdit) and e.annotation_id in annotations for e in change.edits)
+    assert (client.outside / "secret.py").read_bytes() == secret_before
+    assert (client.root / "a.py").read_text() == "def add(a, b):\n    return a + b\n"  # the server writes nothing
+    assert any("skipped" in m.message for m in client.messages)
