@@ -1,6 +1,7 @@
 # The two commands a newcomer needs:
-#   make demo   set up, fetch the default model, run a real edit and show program, diff and stats
-#   make test   set up, fetch the models the tests use, run the whole test suite
+#   make demo   set up, fetch the default model, run a real edit through the real server: edits, diff, stats
+#   make test   set up everything the tests use (packages, models, Neovim, the extension's npm
+#               packages) and run every test: the VS Code extension's, then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
 
@@ -8,8 +9,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test setup models
+.PHONY: demo test setup models neovim vscode
 
 setup: $(STAMP)
 
@@ -22,9 +24,15 @@ $(STAMP): pyproject.toml
 models: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b smollm2-135m
 
+neovim:
+	command -v nvim >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim; }
+
+vscode:
+	cd editors/vscode && npm ci --no-audit --no-fund && npm test
+
 demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
-	$(BIN)/copyedit apply examples/stats.py --instruction "Fix the bug in mean: it must return the plain average."
+	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
 
-test: models
+test: models neovim vscode
 	$(BIN)/python -m pytest -q -p no:cacheprovider

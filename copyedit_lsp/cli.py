@@ -207,6 +207,19 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def _server_options(args: argparse.Namespace) -> dict:
+    """The server's initializationOptions from the model arguments."""
+    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers}
+    return options | ({"nThreads": args.threads} if args.threads else {})
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``copyedit demo``: one real edit through the real language server (nothing is written)."""
+    from .demo import main as demo
+
+    return demo(args.file, args.instruction, args.line, _server_options(args))
+
+
 def cmd_bench_kernel(args: argparse.Namespace) -> int:
     """``copyedit bench kernel``: one batched eval vs one eval per token, after a long prefix."""
     from pathlib import Path
@@ -225,6 +238,19 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
     json_path, png_path = kernel.write_outputs(result, Path(args.out))
     print(json.dumps(result, indent=2) if args.json else kernel.format_table(result))
     print(f"\nwrote {json_path} and {png_path}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench_lsp(args: argparse.Namespace) -> int:
+    """``copyedit bench lsp``: code-action latency, server overhead per edit, peak memory."""
+    from pathlib import Path
+
+    from .bench import lsp
+
+    result = lsp.lsp_benchmark(_server_options(args), lines=args.lines, requests=args.requests, edits=args.edits)
+    path = lsp.write_json(result, Path(args.out))
+    print(json.dumps(result, indent=2) if args.json else lsp.format_table(result))
+    print(f"\nwrote {path}", file=sys.stderr)
     return 0
 
 
@@ -257,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--write", action="store_true", help="write the edited file")
     apply.set_defaults(func=cmd_apply)
 
+    demo = commands.add_parser("demo", help="one real edit through the real language server (writes nothing)")
+    demo.add_argument("file")
+    demo.add_argument("--instruction", "-i", required=True)
+    demo.add_argument("--line", type=int, default=1, help="the cursor line (1-based): its function is edited")
+    _add_model_arguments(demo)
+    demo.set_defaults(func=cmd_demo)
+
     bench = commands.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
     _add_model_arguments(kernel)
@@ -265,6 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
     kernel.add_argument("--out", default="bench-results", help="folder for kernel.json and kernel.png")
     kernel.add_argument("--json", action="store_true")
     kernel.set_defaults(func=cmd_bench_kernel)
+
+    lsp = bench.add_parser("lsp", help="code-action latency, server overhead per edit, server memory")
+    _add_model_arguments(lsp)
+    lsp.add_argument("--lines", type=int, default=5000, help="lines of the big Python file")
+    lsp.add_argument("--requests", type=int, default=200, help="code-action requests")
+    lsp.add_argument("--edits", type=int, default=10, help="edits to time")
+    lsp.add_argument("--out", default="bench-results", help="folder for lsp.json")
+    lsp.add_argument("--json", action="store_true")
+    lsp.set_defaults(func=cmd_bench_lsp)
     return parser
 
 

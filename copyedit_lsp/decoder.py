@@ -232,7 +232,6 @@ class Decoder:
         self.digit_token = {c: t[0] for c, t in self.digits.items()}
         self.dash = tokenize("-")
         self.copy_close = tokenize(COPY_CLOSE)
-        self.gen_close = tokenize(GEN_CLOSE)
         self.newline = tokenize("\n")
 
     @classmethod
@@ -386,8 +385,10 @@ class Decoder:
             close = body.find(b"</gen>", max(0, len(body) - len(piece) - 6))
             run.stats.constraint_seconds += time.perf_counter() - started
             if close >= 0:
-                rest = body[close + 6 :]
-                if rest != b"\n":  # make the context read exactly "</gen>\n"
+                rest = body[close + 6 :]  # make the context read exactly "</gen>\n"
+                if not rest:
+                    run.force(self.newline)
+                elif rest != b"\n":
                     run.pending.pop()
                     kept = piece[: len(piece) - len(rest)].decode("utf-8", errors="ignore")
                     run.force(self.backend.tokenize(kept + "\n"))

@@ -55,3 +55,17 @@ def region_edits(
     region = "".join(split_lines(document)[start:end])
     program = program if program is not None else oracle_program(region, new_region)
     return lsp_edits(text_edits(program, region), document, first_line=start, encoding=encoding)
+
+
+def apply_lsp_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply non-overlapping LSP edits (UTF-16 positions) to ``text``, as an editor does."""
+    lines = split_lines(text)
+
+    def offset(position: types.Position) -> int:
+        line = lines[position.line] if position.line < len(lines) else ""
+        prefix = line.encode("utf-16-le")[: 2 * position.character].decode("utf-16-le")
+        return len("".join(lines[: position.line])) + len(prefix)
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text

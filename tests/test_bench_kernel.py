@@ -34,6 +34,7 @@ def test_rows_in_order_with_consistent_positive_numbers(run):
         assert row["speedup"] == pytest.approx(row["decode_s"] / row["splice_s"])
         assert row["decode_tok_s"] == pytest.approx(row["span"] / row["decode_s"])
         assert row["splice_tok_s"] == pytest.approx(row["span"] / row["splice_s"])
+        assert row["decode_spread"] >= 1 and row["splice_spread"] >= 1
     assert result["prefix_tokens"] == PREFIX and result["n_threads"] == 2
     assert result["ceiling"] > 0
     assert result["speedup_at_max"] == result["rows"][-1]["speedup"]

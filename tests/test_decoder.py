@@ -82,7 +82,10 @@ def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
 
 
 def test_program_mode_on_real_edits_with_the_default_model(qwen):
-    """20 HumanEvalFix items: programs parse and stay in range; each copy is one splice of its lines."""
+    """20 HumanEvalFix items: programs parse and stay in range; each copy is one splice of its lines;
+    copying programs take fewer decode steps than the tokens they output (summed: a program that
+    copies one short line and regenerates the rest pays more in tags than it saves)."""
+    steps = output = 0
     for item in load_items("humanevalfix-python", limit=20):
         result = qwen.edit(item.before, item.instruction, language="python")
         view = SourceView.of(item.before)
@@ -93,7 +96,9 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
         assert result.stats.splice_spans == spans, item.id
         assert result.stats.splice_eval_calls == [1] * len(copies), item.id
         if copies:
-            assert result.stats.decode_steps < result.stats.output_tokens, item.id
+            steps += result.stats.decode_steps
+            output += result.stats.output_tokens
+    assert 0 < steps < output
 
 
 def test_second_edit_reuses_the_prompt_prefix(tiny):

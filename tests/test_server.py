@@ -14,6 +14,7 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from copyedit_lsp.resolver import split_lines
+from copyedit_lsp.textedits import apply_lsp_edits
 
 pytestmark = pytest.mark.model
 
@@ -31,21 +32,6 @@ def area(radius):
 def circumference(radius):
     return 2 * math.pi * radius
 '''
-
-
-def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
-    """Apply LSP edits (UTF-16 positions, non-overlapping) to ``text``, as an editor would."""
-    lines = split_lines(text)
-
-    def offset(position: types.Position) -> int:
-        before = "".join(lines[: position.line])
-        line = lines[position.line] if position.line < len(lines) else ""
-        prefix = line.encode("utf-16-le")[: 2 * position.character].decode("utf-16-le")
-        return len(before) + len(prefix)
-
-    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
-    return text
 
 
 async def start(client: LanguageClient, capabilities: str, options: dict, root: Path | None = None) -> None:
@@ -161,7 +147,7 @@ async def test_edit_applies_minimal_versioned_edits_equal_to_the_decoders_result
     (params,) = qwen.applied
     (change,) = params.edit.document_changes
     assert change.text_document.uri == uri and change.text_document.version == 7
-    assert apply_text_edits(text, change.edits) == result["text"]
+    assert apply_lsp_edits(text, change.edits) == result["text"]
     old = split_lines(text)
     for edit in change.edits:  # no edit replaces a line by itself
         touched = "".join(old[edit.range.start.line : edit.range.end.line])

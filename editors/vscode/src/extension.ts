@@ -1,0 +1,166 @@
+// Wires src/logic.ts to the VS Code API: the language client, the client commands, the status bar.
+
+import * as vscode from "vscode";
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  RevealOutputChannelOn,
+  State,
+} from "vscode-languageclient/node";
+import * as logic from "./logic";
+
+let client: LanguageClient | undefined;
+let status: logic.Status;
+let output: vscode.OutputChannel;
+let restarting: Promise<void> = Promise.resolve();
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
+  output = vscode.window.createOutputChannel("copyedit");
+  status = new logic.Status(() => render(item));
+  render(item);
+  item.show();
+  context.subscriptions.push(
+    item,
+    output,
+    vscode.commands.registerCommand(logic.EDIT_WITH_INSTRUCTION, editWithInstruction),
+    vscode.commands.registerCommand(logic.REFACTOR_WITH_INSTRUCTION, refactorWorkspace),
+    vscode.commands.registerCommand(logic.CANCEL_EDITS, cancelEdits),
+    vscode.workspace.onDidChangeConfiguration(configurationChanged),
+  );
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  const old = client;
+  client = undefined;
+  if (!old) return;
+  // only a running client can stop: let one that is starting finish first
+  if (old.state === State.Starting) await old.start().catch(() => undefined);
+  if (old.isRunning()) await old.dispose();
+}
+
+function readConfig(): logic.Config {
+  const config = vscode.workspace.getConfiguration("copyedit");
+  return {
+    serverCommand: config.get<string[]>("server.command"),
+    pythonPath: config.get<string>("server.pythonPath"),
+    model: config.get<string>("model"),
+    mode: config.get<string>("mode"),
+    splice: config.get<string>("splice"),
+    threads: config.get<number | null>("threads"),
+    gpuLayers: config.get<number>("gpuLayers"),
+    nCtx: config.get<number>("nCtx"),
+    syntaxGuard: config.get<boolean>("syntaxGuard"),
+  };
+}
+
+async function start(): Promise<void> {
+  const server = logic.serverCommand(readConfig(), vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+  const started = new LanguageClient(
+    "copyedit",
+    "copyedit",
+    server,
+    {
+      documentSelector: logic.LANGUAGES.flatMap((language) => [
+        { scheme: "file", language },
+        { scheme: "untitled", language },
+      ]),
+      initializationOptions: () => logic.initializationOptions(readConfig()),
+      outputChannel: output,
+      // command failures are shown by the middleware, with the server's message
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: { executeCommand: logic.executeCommandMiddleware(status, { prompt: askInstruction, failed }) },
+    },
+  );
+  client = started;
+  started.onDidChangeState(({ newState }) => {
+    if (client !== started) return; // an old client, stopped on purpose
+    if (newState === State.Starting) status.starting();
+    else if (newState === State.Running) status.ready();
+    else status.error("the server stopped; see the copyedit output");
+  });
+  status.starting();
+  try {
+    await started.start();
+  } catch (error) {
+    const problem = `the server did not start (${[server.command, ...server.args].join(" ")}); set copyedit.server.pythonPath or copyedit.server.command`;
+    output.appendLine(`copyedit: ${problem}: ${messageOf(error)}`);
+    status.error(problem);
+  }
+}
+
+function configurationChanged(event: vscode.ConfigurationChangeEvent): void {
+  if (event.affectsConfiguration("copyedit.server")) {
+    restarting = restarting.then(async () => {
+      await deactivate();
+      await start();
+    });
+  } else if (event.affectsConfiguration("copyedit") && client?.isRunning()) {
+    void client.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: logic.changedSettings(readConfig()),
+    });
+  }
+}
+
+function render(item: vscode.StatusBarItem): void {
+  item.text = status.text;
+  item.tooltip = status.tooltip;
+  item.command = status.state === "editing" ? logic.CANCEL_EDITS : undefined;
+  item.backgroundColor = status.state === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+}
+
+function askInstruction(): Thenable<string | undefined> {
+  return vscode.window.showInputBox({
+    title: "copyedit",
+    prompt: "What should change?",
+    placeHolder: "e.g. add type hints",
+    ignoreFocusOut: true,
+  });
+}
+
+function failed(command: string, error: unknown): void {
+  if (!(error instanceof vscode.CancellationError)) void vscode.window.showErrorMessage(logic.failureMessage(command, error));
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Whether the server can take a command; says why not otherwise. */
+function serverRunning(): boolean {
+  if (client?.isRunning()) return true;
+  void vscode.window.showErrorMessage("copyedit: the server is not running; see the copyedit output");
+  return false;
+}
+
+async function editWithInstruction(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || !logic.LANGUAGES.includes(editor.document.languageId)) {
+    void vscode.window.showWarningMessage(`copyedit: open a ${logic.LANGUAGES.join(", ")} file to edit`);
+    return;
+  }
+  if (!serverRunning()) return;
+  const instruction = (await askInstruction())?.trim();
+  if (!instruction) return;
+  const { document, selection } = editor;
+  const argument = logic.editArguments(document.uri.toString(), document.version, selection, instruction);
+  await vscode.commands.executeCommand(logic.EDIT, argument);
+}
+
+async function refactorWorkspace(): Promise<void> {
+  if (!vscode.workspace.workspaceFolders?.length) {
+    void vscode.window.showWarningMessage("copyedit: open a folder to refactor");
+    return;
+  }
+  if (!serverRunning()) return;
+  const instruction = (await askInstruction())?.trim();
+  if (!instruction) return;
+  await vscode.commands.executeCommand(logic.REFACTOR, logic.refactorArguments(instruction));
+}
+
+async function cancelEdits(): Promise<void> {
+  if (!serverRunning()) return;
+  const text = logic.summary(logic.CANCEL, await vscode.commands.executeCommand(logic.CANCEL));
+  if (text) void vscode.window.showInformationMessage(`copyedit: ${text}`);
+}

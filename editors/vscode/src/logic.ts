@@ -1,0 +1,235 @@
+// The extension's pure logic: no runtime import of `vscode`, so node can unit-test it.
+
+import * as path from "node:path";
+
+/** The server's commands; vscode-languageclient registers them, the extension never does. */
+export const EDIT = "copyedit.edit";
+export const REFACTOR = "copyedit.refactorWorkspace";
+export const CANCEL = "copyedit.cancel";
+
+/** The extension's own (client) commands. */
+export const EDIT_WITH_INSTRUCTION = "copyedit.editWithInstruction";
+export const REFACTOR_WITH_INSTRUCTION = "copyedit.refactorWorkspaceWithInstruction";
+export const CANCEL_EDITS = "copyedit.cancelEdits";
+
+/** The languageIds the server edits (and the extension activates on). */
+export const LANGUAGES = ["python", "javascript", "typescript", "javascriptreact", "typescriptreact"];
+
+/** The `copyedit.*` settings, as `WorkspaceConfiguration.get` returns them. */
+export interface Config {
+  serverCommand?: string[];
+  pythonPath?: string;
+  model?: string;
+  mode?: string;
+  splice?: string;
+  threads?: number | null;
+  gpuLayers?: number;
+  nCtx?: number;
+  syntaxGuard?: boolean;
+}
+
+/** The server's settings object (camelCase keys of copyedit_lsp.config.Settings). */
+export interface ServerSettings {
+  model?: string;
+  mode?: string;
+  splice?: string;
+  nThreads?: number | null;
+  nGpuLayers?: number;
+  nCtx?: number;
+  syntaxGuard?: boolean;
+}
+
+/** `initializationOptions`: the settings that are set; unset ones keep the server's defaults. */
+export function initializationOptions(config: Config): ServerSettings {
+  const options: ServerSettings = {};
+  if (config.model) options.model = config.model;
+  if (config.mode) options.mode = config.mode;
+  if (config.splice) options.splice = config.splice;
+  if (isCount(config.threads)) options.nThreads = config.threads;
+  if (Number.isInteger(config.gpuLayers)) options.nGpuLayers = config.gpuLayers;
+  if (isCount(config.nCtx)) options.nCtx = config.nCtx;
+  if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
+  return options;
+}
+
+/** `workspace/didChangeConfiguration` settings: as at start, but unset threads reset to every core. */
+export function changedSettings(config: Config): ServerSettings {
+  const settings = initializationOptions(config);
+  return "nThreads" in settings ? settings : { ...settings, nThreads: null };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value > 0;
+}
+
+/** How to start the server: `copyedit.server.command`, else `<pythonPath> -m copyedit_lsp.server`.
+ * `${workspaceFolder}` is replaced and a relative program path is taken from `root`.
+ * The result is the client's Executable: stdio without a `transport`, which would add `--stdio`. */
+export function serverCommand(config: Config, root?: string): { command: string; args: string[] } {
+  const given = (config.serverCommand ?? []).filter((part) => typeof part === "string" && part !== "");
+  const parts = given.length > 0 ? given : [config.pythonPath || "python3", "-m", "copyedit_lsp.server"];
+  const [program, ...args] = parts.map((part) => (root ? part.split("${workspaceFolder}").join(root) : part));
+  const relative = root !== undefined && /[\\/]/.test(program) && !path.isAbsolute(program);
+  return { command: relative ? path.resolve(root, program) : program, args };
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+/** An editor selection, reduced to what the arguments need (vscode.Selection fits). */
+export interface Selection {
+  start: Position;
+  end: Position;
+}
+
+export interface EditArguments {
+  uri: string;
+  version?: number;
+  range?: { start: Position; end: Position };
+  instruction?: string;
+  commentLine?: number;
+}
+
+/** `copyedit.edit`'s argument: an empty selection is the cursor, so the server edits the enclosing definition. */
+export function editArguments(uri: string, version: number, selection: Selection, instruction: string): EditArguments {
+  const position = (p: Position): Position => ({ line: p.line, character: p.character });
+  return { uri, version, range: { start: position(selection.start), end: position(selection.end) }, instruction };
+}
+
+/** `copyedit.refactorWorkspace`'s argument. */
+export function refactorArguments(instruction: string): { instruction: string } {
+  return { instruction };
+}
+
+/** Whether a server command must be asked for its instruction first: `copyedit.edit` from "Edit with instruction...". */
+export function needsInstruction(command: string, args: unknown[]): boolean {
+  if (command !== EDIT) return false;
+  const [argument] = args;
+  if (typeof argument !== "object" || argument === null) return false;
+  const instruction = (argument as { instruction?: unknown }).instruction;
+  return typeof instruction !== "string" || instruction.trim() === "";
+}
+
+/** What the status bar shows for a finished command, or undefined when the result says nothing. */
+export function summary(command: string, result: unknown): string | undefined {
+  if (typeof result !== "object" || result === null) return undefined;
+  const r = result as Record<string, unknown>;
+  if (command === CANCEL) return typeof r.cancelled === "number" ? `cancelled ${plural(r.cancelled, "edit")}` : undefined;
+  if (r.applied === false && typeof r.reason === "string") return `not applied (${r.reason})`;
+  if (command === REFACTOR && typeof r.changed === "number" && typeof r.files === "number") {
+    return `${r.changed} of ${plural(r.files, "file")} changed${r.applied === false && r.changed > 0 ? ", not applied" : ""}`;
+  }
+  const stats = r.stats as Record<string, unknown> | undefined;
+  if (command === EDIT && stats && typeof stats === "object") {
+    const ops = Number(stats.ops) > 0 ? `${plural(Number(stats.ops), "op")}, ` : ""; // rewrite mode has none
+    const figures = `${ops}${Number(stats.splicedTokens)} copied / ${Number(stats.decodeSteps)} generated, ${Number(stats.seconds).toFixed(1)} s`;
+    return r.applied === false ? `${figures}, not applied` : figures;
+  }
+  return undefined;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+export type State = "starting" | "ready" | "editing" | "error";
+
+/** The status bar's model: the server's state, the running edits, the last result. */
+export class Status {
+  state: State = "starting";
+  running = 0;
+  last?: string; // the summary of the last finished edit
+  problem?: string; // why the state is "error"
+
+  constructor(private readonly changed: () => void = () => undefined) {}
+
+  starting(): void {
+    this.problem = undefined;
+    this.last = undefined;
+    this.update("starting");
+  }
+
+  ready(): void {
+    this.problem = undefined;
+    this.update(this.running > 0 ? "editing" : "ready");
+  }
+
+  error(problem: string): void {
+    this.running = 0;
+    this.problem = problem;
+    this.update("error");
+  }
+
+  begin(): void {
+    this.running += 1;
+    if (this.state !== "error") this.update("editing");
+  }
+
+  end(last: string | undefined): void {
+    this.running = Math.max(this.running - 1, 0);
+    if (last !== undefined) this.last = last;
+    if (this.state === "editing") this.update(this.running > 0 ? "editing" : "ready");
+  }
+
+  get text(): string {
+    if (this.state === "editing") return `$(sync~spin) copyedit: editing${this.running > 1 ? ` (${this.running})` : ""}`;
+    if (this.state === "error") return "$(error) copyedit: error";
+    if (this.state === "ready" && this.last !== undefined) return `copyedit: ${this.last}`;
+    return `copyedit: ${this.state}`;
+  }
+
+  get tooltip(): string {
+    if (this.state === "editing") return "copyedit is editing: click to cancel";
+    if (this.state === "error") return `copyedit: ${this.problem ?? "the server stopped"}`;
+    return this.state === "ready" ? "copyedit: the server is running" : "copyedit: starting the server";
+  }
+
+  private update(state: State): void {
+    this.state = state;
+    this.changed();
+  }
+}
+
+export type Next = (command: string, args: unknown[]) => unknown;
+
+/** What the execute-command middleware needs from the editor. */
+export interface Hooks {
+  prompt(): PromiseLike<string | undefined>;
+  failed(command: string, error: unknown): void;
+}
+
+/** Whether a command is an edit the status bar follows. */
+function tracked(command: string): boolean {
+  return command === EDIT || command === REFACTOR;
+}
+
+/** A failed command's message for the user, without the server's "copyedit.edit: " prefix. */
+export function failureMessage(command: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return `copyedit: ${message.startsWith(`${command}: `) ? message.slice(command.length + 2) : message}`;
+}
+
+/** `middleware.executeCommand`: asks for a missing instruction (a dismissed prompt sends nothing),
+ * follows edits in `status`, and reports a failure through `hooks` instead of throwing. */
+export function executeCommandMiddleware(status: Status, hooks: Hooks) {
+  return async (command: string, args: unknown[], next: Next): Promise<unknown> => {
+    let sent = args;
+    if (needsInstruction(command, args)) {
+      const instruction = (await hooks.prompt())?.trim();
+      if (!instruction) return undefined;
+      sent = [{ ...(args[0] as object), instruction }, ...args.slice(1)];
+    }
+    if (tracked(command)) status.begin();
+    try {
+      const result = await next(command, sent);
+      if (tracked(command)) status.end(summary(command, result));
+      return result;
+    } catch (error) {
+      if (tracked(command)) status.end(`${command === EDIT ? "edit" : "refactor"} failed`);
+      hooks.failed(command, error);
+      return undefined;
+    }
+  };
+}

@@ -1,0 +1,294 @@
+// Unit tests of src/logic.ts (no VS Code needed), plus checks that package.json and src/extension.ts agree with it.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { describe, test } from "node:test";
+import * as logic from "../src/logic";
+
+const root = path.resolve(__dirname, "..", "..");
+const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
+const properties: Record<string, { default: unknown }> = manifest.contributes.configuration.properties;
+
+const STATS = { ops: 12, decodeSteps: 35, splicedTokens: 240, outputTokens: 275, seconds: 1.834 };
+
+describe("settings -> initializationOptions", () => {
+  test("camelCase server keys; unset threads omitted", () => {
+    const options = logic.initializationOptions({
+      model: "qwen2.5-coder-1.5b",
+      mode: "rewrite",
+      splice: "none",
+      threads: null,
+      gpuLayers: -1,
+      nCtx: 8192,
+      syntaxGuard: false,
+    });
+    assert.deepEqual(options, {
+      model: "qwen2.5-coder-1.5b",
+      mode: "rewrite",
+      splice: "none",
+      nGpuLayers: -1,
+      nCtx: 8192,
+      syntaxGuard: false,
+    });
+  });
+
+  test("threads set", () => {
+    assert.deepEqual(logic.initializationOptions({ threads: 4 }), { nThreads: 4 });
+  });
+
+  test("empty, missing or invalid values are omitted", () => {
+    assert.deepEqual(logic.initializationOptions({ model: "", threads: 0, nCtx: -5, gpuLayers: 1.5 }), {});
+    assert.deepEqual(logic.initializationOptions({}), {});
+  });
+
+  test("package.json defaults map to the server's defaults (copyedit_lsp/config.py)", () => {
+    const defaults: logic.Config = {
+      model: properties["copyedit.model"].default as string,
+      mode: properties["copyedit.mode"].default as string,
+      splice: properties["copyedit.splice"].default as string,
+      threads: properties["copyedit.threads"].default as null,
+      gpuLayers: properties["copyedit.gpuLayers"].default as number,
+      nCtx: properties["copyedit.nCtx"].default as number,
+      syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
+    };
+    assert.deepEqual(logic.initializationOptions(defaults), {
+      model: "qwen2.5-coder-0.5b",
+      mode: "program",
+      splice: "prefill",
+      nGpuLayers: 0,
+      nCtx: 4096,
+      syntaxGuard: true,
+    });
+  });
+
+  test("a configuration change resets unset threads to every core", () => {
+    assert.deepEqual(logic.changedSettings({ mode: "program" }), { mode: "program", nThreads: null });
+    assert.deepEqual(logic.changedSettings({ threads: 2 }), { nThreads: 2 });
+  });
+
+  test("src/extension.ts reads every setting package.json declares", () => {
+    const source = readFileSync(path.join(root, "src", "extension.ts"), "utf8");
+    const read = [...source.matchAll(/config\.get<[^>]+>\("([\w.]+)"\)/g)].map((m) => `copyedit.${m[1]}`);
+    assert.deepEqual(read.sort(), Object.keys(properties).sort());
+  });
+});
+
+describe("server command", () => {
+  test("default: python3 -m copyedit_lsp.server, with no transport (the server takes no --stdio)", () => {
+    assert.deepEqual(logic.serverCommand({}), { command: "python3", args: ["-m", "copyedit_lsp.server"] });
+    assert.deepEqual(logic.serverCommand({ serverCommand: [], pythonPath: "" }), {
+      command: "python3",
+      args: ["-m", "copyedit_lsp.server"],
+    });
+  });
+
+  test("pythonPath", () => {
+    assert.deepEqual(logic.serverCommand({ pythonPath: "/opt/py/bin/python" }), {
+      command: "/opt/py/bin/python",
+      args: ["-m", "copyedit_lsp.server"],
+    });
+  });
+
+  test("server.command wins over pythonPath", () => {
+    assert.deepEqual(logic.serverCommand({ serverCommand: ["copyedit-lsp", "--log-file", "/tmp/l"], pythonPath: "py" }), {
+      command: "copyedit-lsp",
+      args: ["--log-file", "/tmp/l"],
+    });
+  });
+
+  test("${workspaceFolder} and relative program paths resolve against the folder", () => {
+    assert.deepEqual(logic.serverCommand({ pythonPath: ".venv/bin/python" }, "/w/proj"), {
+      command: "/w/proj/.venv/bin/python",
+      args: ["-m", "copyedit_lsp.server"],
+    });
+    assert.deepEqual(logic.serverCommand({ serverCommand: ["${workspaceFolder}/bin/lsp", "--log-file", "${workspaceFolder}/l"] }, "/w"), {
+      command: "/w/bin/lsp",
+      args: ["--log-file", "/w/l"],
+    });
+    assert.equal(logic.serverCommand({ pythonPath: "python3.12" }, "/w").command, "python3.12");
+  });
+});
+
+describe("command arguments", () => {
+  // vscode.Selection carries more than line and character; only those may reach the server
+  const at = (line: number, character: number) => ({ line, character, isBefore: () => false });
+
+  test("a selection becomes an LSP range", () => {
+    const argument = logic.editArguments("file:///a.py", 7, { start: at(2, 4), end: at(5, 0) }, "add types");
+    assert.deepEqual(JSON.parse(JSON.stringify(argument)), {
+      uri: "file:///a.py",
+      version: 7,
+      range: { start: { line: 2, character: 4 }, end: { line: 5, character: 0 } },
+      instruction: "add types",
+    });
+  });
+
+  test("an empty selection is the cursor (the server edits the enclosing definition)", () => {
+    const argument = logic.editArguments("file:///a.py", 1, { start: at(3, 8), end: at(3, 8) }, "fix it");
+    assert.deepEqual(argument.range, { start: { line: 3, character: 8 }, end: { line: 3, character: 8 } });
+  });
+
+  test("refactor", () => {
+    assert.deepEqual(logic.refactorArguments("rename foo to bar"), { instruction: "rename foo to bar" });
+  });
+});
+
+describe("does a command need a prompt", () => {
+  test("copyedit.edit without an instruction does", () => {
+    assert.equal(logic.needsInstruction(logic.EDIT, [{ uri: "file:///a.py", version: 1 }]), true);
+    assert.equal(logic.needsInstruction(logic.EDIT, [{ uri: "file:///a.py", instruction: "  " }]), true);
+  });
+
+  test("copyedit.edit with an instruction, other commands, odd arguments do not", () => {
+    assert.equal(logic.needsInstruction(logic.EDIT, [{ uri: "file:///a.py", instruction: "fix" }]), false);
+    assert.equal(logic.needsInstruction(logic.REFACTOR, [{}]), false);
+    assert.equal(logic.needsInstruction(logic.CANCEL, []), false);
+    assert.equal(logic.needsInstruction(logic.EDIT, []), false);
+  });
+});
+
+describe("status text", () => {
+  test("an edit's figures", () => {
+    assert.equal(logic.summary(logic.EDIT, { applied: true, edits: 2, stats: STATS }), "12 ops, 240 copied / 35 generated, 1.8 s");
+    assert.equal(
+      logic.summary(logic.EDIT, { applied: false, reason: "the result has more syntax errors", stats: { ...STATS, ops: 1 } }),
+      "not applied (the result has more syntax errors)",
+    );
+    assert.equal(logic.summary(logic.EDIT, { applied: false, stats: STATS }), "12 ops, 240 copied / 35 generated, 1.8 s, not applied");
+  });
+
+  test("rewrite mode has no ops", () => {
+    assert.equal(logic.summary(logic.EDIT, { applied: true, stats: { ...STATS, ops: 0, splicedTokens: 0 } }), "0 copied / 35 generated, 1.8 s");
+  });
+
+  test("refactor, cancel, nothing", () => {
+    assert.equal(logic.summary(logic.REFACTOR, { applied: true, files: 10, changed: 3, skipped: [] }), "3 of 10 files changed");
+    assert.equal(logic.summary(logic.REFACTOR, { applied: false, files: 1, changed: 1, skipped: [] }), "1 of 1 file changed, not applied");
+    assert.equal(logic.summary(logic.REFACTOR, { applied: false, reason: "cancelled" }), "not applied (cancelled)");
+    assert.equal(logic.summary(logic.CANCEL, { cancelled: 1 }), "cancelled 1 edit");
+    assert.equal(logic.summary(logic.EDIT, undefined), undefined);
+  });
+
+  test("states", () => {
+    let renders = 0;
+    const status = new logic.Status(() => renders++);
+    assert.equal(status.text, "copyedit: starting");
+    status.ready();
+    assert.equal(status.text, "copyedit: ready");
+    status.begin();
+    status.begin();
+    assert.equal(status.text, "$(sync~spin) copyedit: editing (2)");
+    status.end("1 op, 3 copied / 4 generated, 0.2 s");
+    assert.equal(status.state, "editing");
+    status.end(undefined);
+    assert.equal(status.text, "copyedit: 1 op, 3 copied / 4 generated, 0.2 s");
+    status.error("the server stopped");
+    assert.equal(status.text, "$(error) copyedit: error");
+    assert.equal(status.tooltip, "copyedit: the server stopped");
+    status.starting();
+    status.ready();
+    assert.equal(status.text, "copyedit: ready", "a new server has no last edit");
+    assert.equal(renders, 8);
+  });
+
+  test("edits that start or end after the server failed leave the error", () => {
+    const status = new logic.Status();
+    status.ready();
+    status.begin();
+    status.error("crashed");
+    status.end(undefined);
+    assert.equal(status.state, "error");
+    status.begin();
+    assert.equal(status.state, "error");
+  });
+});
+
+describe("execute-command middleware", () => {
+  function setup(answer: string | undefined, next: logic.Next) {
+    const status = new logic.Status();
+    status.ready();
+    const calls = { prompts: 0, sent: [] as unknown[][], failures: [] as unknown[] };
+    const middleware = logic.executeCommandMiddleware(status, {
+      prompt: async () => {
+        calls.prompts++;
+        return answer;
+      },
+      failed: (_command, error) => calls.failures.push(error),
+    });
+    const run = (command: string, args: unknown[]) =>
+      middleware(command, args, (c, a) => {
+        calls.sent.push([c, ...a]);
+        return next(c, a);
+      });
+    return { status, calls, run };
+  }
+
+  test("prompts for a missing instruction and adds it", async () => {
+    const { status, calls, run } = setup(" add docstrings ", () => ({ applied: true, stats: STATS }));
+    const argument = { uri: "file:///a.py", version: 3, range: { start: { line: 1, character: 0 }, end: { line: 1, character: 0 } } };
+    const result = await run(logic.EDIT, [argument]);
+    assert.equal(calls.prompts, 1);
+    assert.deepEqual(calls.sent, [[logic.EDIT, { ...argument, instruction: "add docstrings" }]]);
+    assert.deepEqual(result, { applied: true, stats: STATS });
+    assert.equal(status.text, "copyedit: 12 ops, 240 copied / 35 generated, 1.8 s");
+  });
+
+  test("a dismissed or blank prompt sends nothing", async () => {
+    for (const answer of [undefined, "   "]) {
+      const { status, calls, run } = setup(answer, () => assert.fail("sent"));
+      assert.equal(await run(logic.EDIT, [{ uri: "file:///a.py" }]), undefined);
+      assert.deepEqual(calls.sent, []);
+      assert.equal(status.state, "ready");
+    }
+  });
+
+  test("an instruction that is there is not asked for; the status says editing meanwhile", async () => {
+    let during = "";
+    const { status, calls, run } = setup("never", () => {
+      during = status.text;
+      return { applied: true, files: 4, changed: 2, skipped: [] };
+    });
+    await run(logic.REFACTOR, [{ instruction: "use f-strings" }]);
+    await run(logic.EDIT, [{ uri: "file:///a.py", instruction: "fix" }]);
+    assert.equal(calls.prompts, 0);
+    assert.equal(during, "$(sync~spin) copyedit: editing");
+    assert.equal(calls.sent.length, 2);
+  });
+
+  test("cancel passes through untracked", async () => {
+    const { status, calls, run } = setup(undefined, () => ({ cancelled: 2 }));
+    assert.deepEqual(await run(logic.CANCEL, []), { cancelled: 2 });
+    assert.deepEqual(calls.sent, [[logic.CANCEL]]);
+    assert.equal(status.text, "copyedit: ready");
+  });
+
+  test("a failure's message loses the server's command prefix", () => {
+    assert.equal(logic.failureMessage(logic.EDIT, new Error("copyedit.edit: no instruction")), "copyedit: no instruction");
+    assert.equal(logic.failureMessage(logic.REFACTOR, "boom"), "copyedit: boom");
+  });
+
+  test("a failed command is reported once, not thrown", async () => {
+    const error = new Error("copyedit.edit: the document changed");
+    const { status, calls, run } = setup(undefined, () => Promise.reject(error));
+    assert.equal(await run(logic.EDIT, [{ uri: "file:///a.py", instruction: "x" }]), undefined);
+    assert.deepEqual(calls.failures, [error]);
+    assert.equal(status.text, "copyedit: edit failed");
+  });
+});
+
+describe("package.json agrees with the logic", () => {
+  test("activation events: the languages and the client commands", () => {
+    assert.deepEqual(manifest.activationEvents, [
+      ...logic.LANGUAGES.map((language) => `onLanguage:${language}`),
+      ...[logic.EDIT_WITH_INSTRUCTION, logic.REFACTOR_WITH_INSTRUCTION, logic.CANCEL_EDITS].map((c) => `onCommand:${c}`),
+    ]);
+  });
+
+  test("src/extension.ts registers the client commands and none of the server's", () => {
+    const source = readFileSync(path.join(root, "src", "extension.ts"), "utf8");
+    const registered = [...source.matchAll(/registerCommand\(logic\.(\w+)/g)].map((m) => m[1]);
+    assert.deepEqual(registered, ["EDIT_WITH_INSTRUCTION", "REFACTOR_WITH_INSTRUCTION", "CANCEL_EDITS"]);
+    assert.doesNotMatch(source, /registerCommand\((logic\.(EDIT|REFACTOR|CANCEL)\b|"copyedit\.(edit|refactorWorkspace|cancel)")/);
+  });
+});

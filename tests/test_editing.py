@@ -1,0 +1,127 @@
+"""The server's plain modules: settings, arguments, regions, LSP edits, actions, workspace files."""
+
+import pytest
+from lsprotocol import types
+
+from copyedit_lsp.actions import Diagnostic, instruction_comment, list_actions
+from copyedit_lsp.config import Settings, updated
+from copyedit_lsp.editing import EditArguments, Position, Range, parse_arguments, plan_region, replace_region
+from copyedit_lsp.resolver import oracle_program
+from copyedit_lsp.textedits import apply_lsp_edits, region_edits
+from copyedit_lsp.workspace_files import workspace_files
+
+CODE = "import os\n\n\ndef f(x):\n    y = x\n    return y\n\n\ndef g():\n    pass\n"
+
+
+def test_settings_from_camel_or_snake_case_and_a_copyedit_section():
+    s = updated(Settings(), {"copyedit": {"nCtx": 2048, "syntax_guard": False, "model": "smollm2-135m", "unknown": 1}})
+    assert (s.n_ctx, s.syntax_guard, s.model) == (2048, False, "smollm2-135m")
+    assert updated(s, None) == s
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [({"nCtx": "big"}, "n_ctx"), ({"mode": "diff"}, "mode"), ([1], "object"), ({"syntaxGuard": "yes"}, "syntax_guard"), ({"nThreads": 0}, "n_threads")],
+)
+def test_bad_settings_are_refused_with_the_key_named(options, message):
+    with pytest.raises(ValueError, match=message):
+        updated(Settings(), options)
+
+
+def test_edit_arguments_are_structured_strictly():
+    args = parse_arguments(({"uri": "file:///a.py", "instruction": "x", "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 3}}},), EditArguments)
+    assert args.range == Range(Position(1, 0), Position(2, 3))
+    for bad in [(), ({"instruction": "x"},), ({"uri": 1, "extra": 2},), ("text",)]:
+        with pytest.raises(ValueError):
+            parse_arguments(bad, EditArguments)
+
+
+def _args(start, end=None, comment=None):
+    end = end or start
+    return EditArguments(uri="file:///a.py", instruction="x", range=Range(Position(*start), Position(*end)), commentLine=comment)
+
+
+def test_region_is_the_selection_else_the_enclosing_function_else_the_document():
+    assert (lambda r: (r.start, r.end, r.kind))(plan_region(CODE, "python", _args((4, 2)))) == (3, 6, "function")
+    assert (lambda r: (r.start, r.end, r.kind))(plan_region(CODE, "python", _args((0, 0)))) == (0, 10, "document")
+    selection = plan_region(CODE, "python", _args((3, 0), (5, 4)))
+    assert (selection.start, selection.end, selection.kind) == (3, 6, "selection")
+    ends_at_line_start = plan_region(CODE, "python", _args((3, 0), (5, 0)))
+    assert (ends_at_line_start.start, ends_at_line_start.end) == (3, 5)
+    with pytest.raises(ValueError, match="outside"):
+        plan_region(CODE, "python", _args((40, 0)))
+
+
+def test_instruction_comment_line_is_in_the_region_but_not_in_the_source():
+    text = "# copyedit: add a docstring\ndef f(x):\n    return x\n"
+    region = plan_region(text, "python", _args((1, 0), comment=0))
+    assert (region.start, region.end, region.source) == (0, 3, "def f(x):\n    return x\n")
+    assert replace_region(text, region, "def f(x):\n    '''Doc.'''\n    return x\n") == "def f(x):\n    '''Doc.'''\n    return x\n"
+
+
+def test_region_edits_are_minimal_and_in_utf16_units():
+    document = "a = 'é🙂'\nb = 1\nc = 2"
+    new_region = "b = 10\nc = 2"
+    edits = region_edits(document, 1, 3, new_region, None, types.PositionEncodingKind.Utf16)
+    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in edits] == [(1, 2, "b = 10\n")]
+    assert apply_lsp_edits(document, edits) == "a = 'é🙂'\nb = 10\nc = 2"
+    # replacing the last line of a document without a final newline ends at the line's end (UTF-16)
+    document = "x = 'é🙂'"
+    edits = region_edits(document, 0, 1, "x = 1\n", oracle_program(document, "x = 1\n"), types.PositionEncodingKind.Utf16)
+    assert edits[0].range.end == types.Position(line=0, character=len("x = 'é🙂'") + 1)
+    assert apply_lsp_edits(document, edits) == "x = 1\n"
+
+
+@pytest.mark.parametrize(
+    "line, instruction",
+    [
+        ("# copyedit: add types", "add types"),
+        ("    // copyedit: use const", "use const"),
+        ("-- copyedit: quote names", "quote names"),
+        ("/* copyedit: inline this */", "inline this"),
+        ("# copyedit:", None),
+        ("x = 1  # copyedit: no", None),
+        ("# a comment", None),
+    ],
+)
+def test_instruction_comments(line, instruction):
+    assert instruction_comment(line) == instruction
+
+
+def test_actions_for_diagnostics_comments_presets_and_free_instruction():
+    text = "# copyedit: rename f\ndef f():\n    pass\n"
+    actions = list_actions(text, "python", 0, 0, [Diagnostic(2, 2, "unused", "W1")])
+    assert [a.title for a in actions] == [
+        "Fix with copyedit: unused",
+        "copyedit: rename f",
+        "Add docstring",
+        "Add type hints",
+        "Edit with instruction...",
+    ]
+    fix, comment, *_, free = actions
+    assert (fix.kind, fix.instruction, fix.start_line) == ("quickfix", "Fix this problem: unused (W1)", 2)
+    assert (comment.comment_line, comment.start_line) == (0, 1)
+    assert free.instruction is None and free.follows_selection
+    assert [a.title for a in list_actions("x\n", None, 0, 0, [])] == ["Edit with instruction..."]
+
+
+def test_workspace_files_stay_inside_and_skip_what_is_not_utf8_text(tmp_path):
+    root, outside = tmp_path / "ws", tmp_path / "out"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "a.py").write_text("a = 1\n")
+    (root / "sub" / "b.ts").write_text("let b = 1;\n")
+    (root / "notes.txt").write_text("not code\n")
+    (root / "bin.py").write_bytes(b"\0\1")
+    (root / "latin.js").write_bytes(b"caf\xe9\n")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.js").write_text("x\n")
+    (outside / "secret.py").write_text("s = 1\n")
+    (root / "link.py").symlink_to(outside / "secret.py")
+    files, skipped = workspace_files([root], None, 50, max_bytes=1000)
+    assert [f.relative for f in files] == ["a.py", "sub/b.ts"]
+    assert dict(skipped) == {"bin.py": "binary", "latin.js": "not UTF-8", "link.py": "a link that leads outside the workspace"}
+    files, skipped = workspace_files([root], ["sub/*.ts"], 50, max_bytes=1000)
+    assert [f.relative for f in files] == ["sub/b.ts"] and not skipped
+    files, skipped = workspace_files([root], None, 1, max_bytes=1000)
+    assert len(files) == 1 and ("sub/b.ts", "more than maxFiles=1 files") in skipped

@@ -1,0 +1,323 @@
+"""End-to-end: headless Neovim, with the plugin in editors/nvim, edits real files through the real
+server and a real model.
+
+Each test writes a Lua script that drives Neovim and records what it saw (buffer lines before and
+after, the server's response, notifications, errors) as JSON; pytest reads that file and asserts.
+Every wait in the scripts is bounded, and a failing script quits with :cquit, so a hang fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(shutil.which("nvim") is None, reason="nvim is not installed (apt-get install neovim)"),
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = ROOT / "editors" / "nvim"
+DEFAULT = {"nThreads": 2}  # the default model, qwen2.5-coder-0.5b
+TINY = {"model": "smollm2-135m", "nThreads": 2}
+WAIT_MS = 600_000  # a bound on each wait inside Neovim; the machine may be busy with other models
+PROCESS_TIMEOUT = 1500  # a bound on the whole Neovim process
+
+INIT = """
+vim.opt.runtimepath:prepend({plugin})
+vim.opt.swapfile = false
+vim.opt.shadafile = 'NONE'
+require('copyedit').setup{{
+  cmd = {{ {python}, '-m', 'copyedit_lsp.server' }},
+  init_options = vim.fn.json_decode({options}),
+  progress = false,
+}}
+"""
+
+# Helpers every test script starts with: bounded waits, a record of notifications, the JSON result.
+PRELUDE = """
+local OUT = {out}
+local copyedit = require('copyedit')
+local obs = {{ notifications = {{}}, progress = {{}} }}
+
+local function wait(what, cond)
+  if not vim.wait({wait_ms}, cond, 50) then
+    error('timed out waiting for ' .. what)
+  end
+end
+
+local notify = vim.notify
+vim.notify = function(message, level, opts)
+  table.insert(obs.notifications, {{ message = message, level = level }})
+  return notify(message, level, opts)
+end
+
+vim.api.nvim_create_autocmd('User', {{
+  pattern = 'CopyEditProgress',
+  callback = function()
+    local p = copyedit.last_progress
+    table.insert(obs.progress, {{ kind = p.kind, title = p.title, message = p.message or vim.NIL }})
+  end,
+}})
+
+local function lines(bufnr)
+  return vim.api.nvim_buf_get_lines(bufnr or 0, 0, -1, false)
+end
+
+local function attached(bufnr)
+  wait('the copyedit client to attach', function()
+    local client = copyedit.clients(bufnr)[1]
+    return client ~= nil and client.initialized
+  end)
+  -- the server sees the document once didOpen went out after initialize
+  wait('didOpen', function()
+    return vim.lsp.util.buf_versions[bufnr] ~= nil
+  end)
+end
+
+local function finish(ok, err)
+  obs.ok = ok
+  obs.error = err or vim.NIL
+  local file = io.open(OUT, 'w')
+  file:write(vim.fn.json_encode(obs))
+  file:close()
+  if ok then
+    vim.cmd('qall!')
+  else
+    vim.cmd('cquit 3')
+  end
+end
+"""
+
+EPILOGUE = """
+local ok, err = xpcall(main, debug.traceback)
+finish(ok, err)
+"""
+
+
+def lua_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a valid Lua string literal for these paths
+
+
+def run_nvim(tmp_path: Path, options: dict, body: str) -> dict:
+    """Run ``body`` (a Lua chunk defining ``main()``) in headless Neovim; return its observations."""
+    out = tmp_path / "observations.json"
+    init = tmp_path / "init.lua"
+    init.write_text(
+        INIT.format(
+            plugin=lua_string(str(PLUGIN)), python=lua_string(sys.executable), options=lua_string(json.dumps(options))
+        )
+    )
+    script = tmp_path / "test.lua"
+    script.write_text(PRELUDE.format(out=lua_string(str(out)), wait_ms=WAIT_MS) + body + EPILOGUE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        process = subprocess.run(
+            ["nvim", "--headless", "-u", str(init), "-i", "NONE", "-n", "-c", f"luafile {script}"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=PROCESS_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"Neovim did not finish in {PROCESS_TIMEOUT} s; stderr: {error.stderr!r:.2000}")
+    assert out.exists(), f"Neovim wrote no observations (rc {process.returncode}); stderr:\n{process.stderr[-4000:]}"
+    observations = json.loads(out.read_text())
+    assert observations["ok"], f"the script failed: {observations['error']}\nstderr:\n{process.stderr[-4000:]}"
+    assert process.returncode == 0, process.stderr[-4000:]
+    return observations
+
+
+def buffer_text(lines: list[str]) -> str:
+    """The text of a buffer's lines as written to a file (Neovim adds the final newline)."""
+    return "".join(line + "\n" for line in lines)
+
+
+ABOVE = '''import os
+
+
+def read_config(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+'''
+
+TARGET = '''def total_price(items, tax_rate):
+    subtotal = 0
+    for item in items:
+        subtotal += item["price"] * item["quantity"]
+    return subtotal * (1 + tax_rate)
+'''
+
+BELOW = '''
+
+def list_files(directory):
+    return sorted(os.listdir(directory))
+'''
+
+
+def test_copyedit_command_edits_the_function_under_the_cursor(tmp_path):
+    """:CopyEdit <instruction> with the cursor in a function: the buffer becomes the server's
+    result text, and every line outside that function is byte-identical."""
+    source = tmp_path / "shop.py"
+    source.write_text(ABOVE + TARGET + BELOW)
+    cursor = ABOVE.count("\n") + 3  # 1-based: a line inside total_price
+    body = f"""
+local function main()
+  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
+  local bufnr = vim.api.nvim_get_current_buf()
+  attached(bufnr)
+  obs.before = lines(bufnr)
+  vim.api.nvim_win_set_cursor(0, {{ {cursor}, 4 }})
+  vim.cmd('CopyEdit Add a comment above the function that says what it does.')
+  wait('the edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
+  obs.result = copyedit.last_result or vim.NIL
+  obs.err = copyedit.last_error or vim.NIL
+  -- the workspace/applyEdit request arrives before the command's response; let the buffer settle
+  vim.wait(500)
+  obs.after = lines(bufnr)
+  obs.modified = vim.bo[bufnr].modified
+end
+"""
+    seen = run_nvim(tmp_path, DEFAULT, body)
+    assert seen["err"] is None, seen["err"]
+    result = seen["result"]
+    assert buffer_text(seen["before"]) == source.read_text()
+    assert result["applied"] is True, result
+    assert buffer_text(seen["after"]) == result["text"]
+    assert result["stats"]["outputTokens"] > 0
+
+    before, after = seen["before"], seen["after"]
+    above, below = ABOVE.count("\n"), BELOW.count("\n")
+    assert after[:above] == before[:above]
+    assert after[len(after) - below :] == before[len(before) - below :]
+    if result["edits"] == 0:
+        assert after == before
+    else:
+        assert after != before and seen["modified"]
+        assert any("applied" in n["message"] for n in seen["notifications"])
+    # progress came through the plugin's $/progress handler while the edit ran
+    assert any(p["kind"] == "begin" and "editing function total_price" in (p["message"] or "") for p in seen["progress"])
+    assert any(p["kind"] == "end" for p in seen["progress"])
+
+
+COMMENTED = '''def double(x):
+    return x * 2
+
+
+# copyedit: rename x to value
+def scale(x, factor):
+    result = x * factor
+    return result + x
+
+
+def triple(x):
+    return x * 3
+'''
+
+
+def test_instruction_comment_through_code_action(tmp_path):
+    """An instruction comment chosen through vim.lsp.buf.code_action(): the comment line is gone and
+    the buffer equals the server's result text."""
+    source = tmp_path / "scale.py"
+    source.write_text(COMMENTED)
+    comment = COMMENTED.splitlines().index("# copyedit: rename x to value")
+    body = f"""
+local function main()
+  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
+  local bufnr = vim.api.nvim_get_current_buf()
+  attached(bufnr)
+  obs.before = lines(bufnr)
+  vim.api.nvim_win_set_cursor(0, {{ {comment + 1}, 0 }})
+  -- headless: no one to choose, so pick the instruction comment's action
+  obs.titles = {{}}
+  vim.ui.select = function(items, opts, on_choice)
+    local chosen
+    for _, item in ipairs(items) do
+      local title = opts.format_item and opts.format_item(item) or item[2].title
+      table.insert(obs.titles, title)
+      if chosen == nil and title:find('^copyedit:') then
+        chosen = item
+      end
+    end
+    on_choice(chosen)
+  end
+  vim.lsp.buf.code_action()
+  wait('the edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
+  obs.result = copyedit.last_result or vim.NIL
+  obs.err = copyedit.last_error or vim.NIL
+  vim.wait(500)
+  obs.after = lines(bufnr)
+end
+"""
+    seen = run_nvim(tmp_path, DEFAULT, body)
+    assert "copyedit: rename x to value" in seen["titles"], seen["titles"]
+    assert seen["err"] is None, seen["err"]
+    result = seen["result"]
+    assert result["applied"] is True, result
+    after = seen["after"]
+    assert buffer_text(after) == result["text"]
+    assert "# copyedit: rename x to value" not in after
+    assert len(after) >= 1 and after[:3] == seen["before"][:3]  # double() above is untouched
+    assert after[-2:] == seen["before"][-2:]  # triple() below is untouched
+
+
+def long_module(functions: int) -> str:
+    parts = []
+    for number in range(functions):
+        parts.append(
+            f"def step_{number}(values, offset):\n"
+            f"    result = []\n"
+            f"    for value in values:\n"
+            f"        result.append(value * {number} + offset)\n"
+            f"    return result\n"
+        )
+    return "\n\n".join(parts)
+
+
+def test_cancel_during_an_edit_leaves_the_buffer_unchanged(tmp_path):
+    """:CopyEditCancel once the edit reports progress: nothing is applied, the buffer is unchanged."""
+    source = tmp_path / "steps.py"
+    text = long_module(20)
+    source.write_text(text)
+    body = f"""
+local function main()
+  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
+  local bufnr = vim.api.nvim_get_current_buf()
+  attached(bufnr)
+  obs.before = lines(bufnr)
+  vim.cmd('%CopyEdit Add a docstring to every function that explains its parameters in detail.')
+  wait('a progress report from the edit', function()
+    local p = copyedit.last_progress
+    return (p ~= nil and p.kind == 'report') or copyedit.last_result ~= nil or copyedit.last_error ~= nil
+  end)
+  obs.finished_before_cancel = copyedit.last_result ~= nil or copyedit.last_error ~= nil
+  vim.cmd('CopyEditCancel')
+  wait('the cancel response', function() return copyedit.last_cancel ~= nil end)
+  obs.cancelled = copyedit.last_cancel
+  wait('the edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
+  obs.result = copyedit.last_result or vim.NIL
+  obs.err = copyedit.last_error or vim.NIL
+  vim.wait(500)
+  obs.after = lines(bufnr)
+  obs.modified = vim.bo[bufnr].modified
+end
+"""
+    seen = run_nvim(tmp_path, TINY, body)
+    assert not seen["finished_before_cancel"], "the edit finished before it could be cancelled"
+    assert seen["cancelled"]["cancelled"] >= 1, seen["cancelled"]
+    assert seen["err"] is None, seen["err"]
+    assert seen["result"] == {"applied": False, "reason": "cancelled"}
+    assert seen["after"] == seen["before"]
+    assert buffer_text(seen["after"]) == text
+    assert not seen["modified"]
+    assert any(p["kind"] == "end" and "cancelled" in (p["message"] or "") for p in seen["progress"])
