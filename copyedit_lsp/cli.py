@@ -241,6 +241,15 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_program(args: argparse.Namespace) -> int:
+    """``copyedit bench program``: program mode on real edits, per item and summed."""
+    from .bench import program
+
+    result = program.program_benchmark(_load_decoder(args), args.source, args.limit)
+    print(json.dumps(result, indent=2) if args.json else program.format_table(result))
+    return 0
+
+
 def cmd_bench_lsp(args: argparse.Namespace) -> int:
     """``copyedit bench lsp``: code-action latency, server overhead per edit, peak memory."""
     from pathlib import Path
@@ -298,6 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     kernel.add_argument("--out", default="bench-results", help="folder for kernel.json and kernel.png")
     kernel.add_argument("--json", action="store_true")
     kernel.set_defaults(func=cmd_bench_kernel)
+
+    program = bench.add_parser("program", help="program mode on real edits: grammar, splices, decode steps")
+    _add_model_arguments(program)
+    program.add_argument("--source", default="humanevalfix-python", help="a preset or a JSONL path")
+    program.add_argument("--limit", type=int, default=20)
+    program.add_argument("--json", action="store_true")
+    program.set_defaults(func=cmd_bench_program)
 
     lsp = bench.add_parser("lsp", help="code-action latency, server overhead per edit, server memory")
     _add_model_arguments(lsp)

@@ -5,7 +5,7 @@ from lsprotocol import types
 
 from copyedit_lsp.actions import Diagnostic, instruction_comment, list_actions
 from copyedit_lsp.config import Settings, updated
-from copyedit_lsp.editing import EditArguments, Position, Range, parse_arguments, plan_region, replace_region
+from copyedit_lsp.editing import EditArguments, adds_syntax_errors, Position, Range, parse_arguments, plan_region, replace_region
 from copyedit_lsp.resolver import oracle_program
 from copyedit_lsp.textedits import apply_lsp_edits, region_edits
 from copyedit_lsp.workspace_files import workspace_files
@@ -125,3 +125,12 @@ def test_workspace_files_stay_inside_and_skip_what_is_not_utf8_text(tmp_path):
     assert [f.relative for f in files] == ["sub/b.ts"] and not skipped
     files, skipped = workspace_files([root], None, 1, max_bytes=1000)
     assert len(files) == 1 and ("sub/b.ts", "more than maxFiles=1 files") in skipped
+
+
+def test_syntax_guard_sees_tree_sitter_errors_and_python_indentation_errors():
+    good = "def mean(v):\n    return sum(v) / len(v)\n"
+    assert not adds_syntax_errors(good, good.replace("sum", "total"), "python")
+    assert adds_syntax_errors(good, good.replace("(v):", "(v:"), "python")
+    assert adds_syntax_errors(good, good + "        total += v\n", "python")  # tree-sitter accepts this one
+    assert adds_syntax_errors("f(1);\n", "f(1;\n", "javascript")
+    assert not adds_syntax_errors("x\n", "x(\n", None)

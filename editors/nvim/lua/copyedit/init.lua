@@ -21,7 +21,7 @@ M.defaults = {
 }
 
 M.config = nil
-M.last_result = nil -- the last response of copyedit.edit / refactorWorkspace / cancel
+M.last_result = nil -- the last response of copyedit.edit or copyedit.refactorWorkspace
 M.last_error = nil -- the last error response, or nil
 M.last_progress = nil -- the last $/progress value from a copyedit server, with its token
 M.last_cancel = nil -- the last response of copyedit.cancel: {cancelled = n}
@@ -112,7 +112,9 @@ local function progress_handler(err, result, ctx, config)
   local default = vim.lsp.handlers['$/progress']
   local returned
   if default then
-    returned = default(err, result, ctx, config)
+    -- (0.7's default handler raises on a report whose begin it missed: keep showing ours)
+    local ok, value = pcall(default, err, result, ctx, config)
+    returned = ok and value or nil
   end
   local value = result and result.value
   if type(value) == 'table' and value.kind then
@@ -388,11 +390,10 @@ end
 --- setup{cmd, init_options, filetypes, root_markers, progress, flags, on_attach}
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
-  if opts and opts.cmd then
-    M.config.cmd = opts.cmd -- lists are replaced, not merged
-  end
-  if opts and opts.filetypes then
-    M.config.filetypes = opts.filetypes
+  for key, value in pairs(opts or {}) do
+    if type(value) == 'table' and (vim.islist or vim.tbl_islist)(value) then
+      M.config[key] = value -- lists (cmd, filetypes, root_markers) are replaced, not merged
+    end
   end
   vim.lsp.commands[M.EDIT] = M.code_action_command
   M.create_commands()
