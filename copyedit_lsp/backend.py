@@ -75,7 +75,9 @@ class Backend:
                     n_batch=n_batch,
                     n_ubatch=min(n_ubatch, n_batch),
                     logits_all=False,
-                    verbose=False,
+                    # verbose=False would redirect the process's stdout to /dev/null while loading,
+                    # which loses an LSP server's replies; only stderr is silenced (above).
+                    verbose=True,
                 )
         except Exception as error:  # llama.cpp reports a bad file only as "failed to load"
             raise BackendError(f"llama.cpp could not load {path}: {error}") from error

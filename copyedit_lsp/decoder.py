@@ -25,9 +25,20 @@ import numpy as np
 
 from .backend import Backend
 from .grammar import digit_choices
-from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, Program, unescape
-from .prompt import ChatTemplate, SourceView, program_messages, program_prefix, rewrite_messages, rewrite_prefix
-from .resolver import resolve, split_lines
+from .program import (
+    COPY_CLOSE,
+    COPY_OPEN,
+    GEN_CLOSE,
+    GEN_OPEN,
+    PROGRAM_CLOSE,
+    Copy,
+    Gen,
+    Op,
+    Program,
+    unescape,
+)
+from .prompt import ChatTemplate, SourceView, as_model_sees, program_messages, program_prefix, rewrite_messages, rewrite_prefix
+from .resolver import resolve
 
 MODES = ("program", "rewrite", "forced")
 SPLICES = ("prefill", "none")
@@ -370,7 +381,7 @@ class Decoder:
 
     def _gen_body(self, run: _Run, goal: str | None) -> tuple[str, bool]:
         """Decode a gen body freely until ``</gen>``; return it and whether the model ended its turn."""
-        script = iter(self.backend.tokenize(_model_view(goal) + "</gen>")) if goal is not None else None
+        script = iter(self.backend.tokenize(as_model_sees(goal) + "</gen>")) if goal is not None else None
         body = b""
         for _ in range(self.max_gen_tokens):
             if self._out_of_budget(run):
@@ -422,13 +433,6 @@ class Decoder:
         text = _with_newline(text, _newline_of(source))
         run.stats.output_tokens = run.stats.decode_steps
         return EditResult(None, text, run.stats)
-
-
-def _model_view(text: str) -> str:
-    """A gen's text as the model writes it: escaped, ``\\n`` line breaks."""
-    from .program import escape
-
-    return "".join(line.rstrip("\r\n") + ("\n" if line.endswith(("\n", "\r")) else "") for line in split_lines(escape(text)))
 
 
 def _decode_body(body: bytes) -> str:

@@ -39,6 +39,13 @@ EXAMPLES = [
 ]
 
 
+def as_model_sees(text: str) -> str:
+    """``text`` escaped, every line break written as ``\\n`` (the line count is unchanged)."""
+    return "".join(
+        line.rstrip("\r\n") + ("\n" if line.endswith(("\n", "\r")) else "") for line in split_lines(escape(text))
+    )
+
+
 @dataclass(frozen=True)
 class SourceView:
     """A document as the model sees it: escaped, ``\\n`` line breaks, every line ending in one."""
@@ -47,12 +54,7 @@ class SourceView:
 
     @classmethod
     def of(cls, source: str) -> SourceView:
-        return cls(
-            tuple(
-                line.rstrip("\r\n") + "\n"
-                for line in split_lines(escape(source))
-            )
-        )
+        return cls(tuple(line if line.endswith("\n") else line + "\n" for line in split_lines(as_model_sees(source))))
 
     def numbered(self) -> str:
         return "".join(f"{number}| {line}" for number, line in enumerate(self.lines, 1))

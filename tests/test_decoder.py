@@ -4,11 +4,11 @@ import pytest
 
 from copyedit_lsp.backend import Backend, BackendError
 from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Cancelled, ContextOverflow, Decoder, _model_view, _newline_of, _whole_lines
+from copyedit_lsp.decoder import Cancelled, ContextOverflow, Decoder, _newline_of, _whole_lines
 from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import Copy, Gen, Program, parse_program
-from copyedit_lsp.prompt import SourceView, rewrite_messages
+from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
 from copyedit_lsp.resolver import oracle_program, resolve
 
 pytestmark = pytest.mark.model
@@ -54,7 +54,7 @@ def chosen_tokens(decoder: Decoder, program: Program, n: int) -> int:
         if isinstance(op, Copy):
             total += branch_points("copy") + digit_steps(op.start, 1) + digit_steps(op.end, op.start)
         else:
-            total += branch_points("gen") + len(decoder.backend.tokenize(_model_view(op.text) + "</gen>"))
+            total += branch_points("gen") + len(decoder.backend.tokenize(as_model_sees(op.text) + "</gen>"))
     return total
 
 

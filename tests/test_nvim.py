@@ -313,7 +313,7 @@ local function main()
   obs.modified = vim.bo[bufnr].modified
 end
 """
-    seen = run_nvim(tmp_path, TINY, body)
+    seen = run_nvim(tmp_path, DEFAULT, body)
     assert not seen["finished_before_cancel"], "the edit finished before it could be cancelled"
     assert seen["cancelled"]["cancelled"] >= 1, seen["cancelled"]
     assert seen["err"] is None, seen["err"]

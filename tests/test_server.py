@@ -255,7 +255,10 @@ async def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(tiny):
     ]
     for arguments, message in bad:
         with pytest.raises(Exception, match=message):
-            await tiny.workspace_execute_command_async(types.ExecuteCommandParams(command="copyedit.edit", arguments=arguments))
+            await asyncio.wait_for(
+                tiny.workspace_execute_command_async(types.ExecuteCommandParams(command="copyedit.edit", arguments=arguments)),
+                60,
+            )
     actions = await code_actions(tiny, uri, 4)
     assert actions and actions[-1].title == "Edit with instruction..."
 
@@ -303,3 +306,23 @@ async def test_workspace_refactor_is_one_annotated_edit_inside_the_workspace(wor
     assert (client.outside / "secret.py").read_bytes() == secret_before
     assert (client.root / "a.py").read_text() == "def add(a, b):\n    return a + b\n"  # the server writes nothing
     assert any("skipped" in m.message for m in client.messages)
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def loading(lsp_client: LanguageClient):
+    """A client whose server is still loading its model when the test starts."""
+    await start(lsp_client, "visual-studio-code", {"nThreads": 2})
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_every_request_is_answered_while_the_model_loads(loading):
+    """llama-cpp-python must not touch the server's stdout while it loads a model (it would lose replies)."""
+    uri = "file:///tmp/loading.py"
+    open_document(loading, uri, PYTHON)
+    requests = [
+        loading.workspace_execute_command_async(types.ExecuteCommandParams(command="copyedit.edit", arguments=[{"uri": uri}]))
+        for _ in range(40)
+    ]
+    replies = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), 120)
+    assert len(replies) == 40 and all("no instruction" in str(r) for r in replies)
