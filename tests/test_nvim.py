@@ -81,6 +81,17 @@ local function attached(bufnr)
   end)
 end
 
+-- wait for the edit's response, then record it and the buffer under obs[prefix .. 'result'|'err'|'after']
+local function record_edit(what, bufnr, prefix)
+  prefix = prefix or ''
+  wait(what, function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
+  obs[prefix .. 'result'] = copyedit.last_result or vim.NIL
+  obs[prefix .. 'err'] = copyedit.last_error or vim.NIL
+  -- the workspace/applyEdit request arrives before the command's response; let the buffer settle
+  vim.wait(500)
+  obs[prefix .. 'after'] = lines(bufnr)
+end
+
 local function finish(ok, err)
   obs.ok = ok
   obs.error = err or vim.NIL
@@ -180,12 +191,7 @@ local function main()
   obs.before = lines(bufnr)
   vim.api.nvim_win_set_cursor(0, {{ {cursor}, 4 }})
   vim.cmd('CopyEdit Fix the bug in average_price: it must return the plain average.')
-  wait('the edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
-  obs.result = copyedit.last_result or vim.NIL
-  obs.err = copyedit.last_error or vim.NIL
-  -- the workspace/applyEdit request arrives before the command's response; let the buffer settle
-  vim.wait(500)
-  obs.after = lines(bufnr)
+  record_edit('the edit', bufnr)
   obs.modified = vim.bo[bufnr].modified
 end
 """
@@ -253,11 +259,7 @@ local function main()
     on_choice(chosen)
   end
   vim.lsp.buf.code_action()
-  wait('the edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
-  obs.result = copyedit.last_result or vim.NIL
-  obs.err = copyedit.last_error or vim.NIL
-  vim.wait(500)
-  obs.after = lines(bufnr)
+  record_edit('the edit', bufnr)
 end
 """
     seen = run_nvim(tmp_path, DEFAULT, body)
@@ -305,11 +307,7 @@ local function main()
   vim.cmd('CopyEditCancel')
   wait('the cancel response', function() return copyedit.last_cancel ~= nil end)
   obs.cancelled = copyedit.last_cancel
-  wait('the edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
-  obs.result = copyedit.last_result or vim.NIL
-  obs.err = copyedit.last_error or vim.NIL
-  vim.wait(500)
-  obs.after = lines(bufnr)
+  record_edit('the edit', bufnr)
   obs.modified = vim.bo[bufnr].modified
 end
 """
@@ -342,11 +340,7 @@ local function main()
   end
   obs.before = lines(bufnr)
   vim.cmd('2,3CopyEdit')
-  wait('the range edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
-  obs.range_result = copyedit.last_result or vim.NIL
-  obs.range_err = copyedit.last_error or vim.NIL
-  vim.wait(500)
-  obs.range_after = lines(bufnr)
+  record_edit('the range edit', bufnr, 'range_')
 
   local row = #lines(bufnr)  -- inside g(), the last function
   vim.api.nvim_win_set_cursor(0, {{ row, 4 }})
@@ -361,11 +355,7 @@ local function main()
   obs.action_before = lines(bufnr)
   copyedit.last_result, copyedit.last_error = nil, nil
   vim.lsp.buf.code_action()
-  wait('the code action edit', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
-  obs.action_result = copyedit.last_result or vim.NIL
-  obs.action_err = copyedit.last_error or vim.NIL
-  vim.wait(500)
-  obs.action_after = lines(bufnr)
+  record_edit('the code action edit', bufnr, 'action_')
 end
 """
     seen = run_nvim(tmp_path, TINY, body)
