@@ -32,6 +32,14 @@ class EvalCounters:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A saved KV cache: its tokens and llama.cpp's serialized state of the sequence."""
+
+    tokens: tuple[int, ...]
+    state: bytes
+
+
 @contextlib.contextmanager
 def _quiet_stderr():
     """Silence llama.cpp's C-level logging on stderr while loading."""
@@ -170,6 +178,26 @@ class Backend:
         self.counters.seconds += time.perf_counter() - started
         return np.stack(rows) if all_logits else rows[-1]
 
+    def snapshot(self) -> Snapshot:
+        """The KV cache's contents, to :meth:`restore` later (a second cached prompt prefix)."""
+        C = self._C
+        size = C.llama_state_seq_get_size(self._ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = C.llama_state_seq_get_data(self._ctx, buffer, size, 0)
+        return Snapshot(tuple(self.cached), bytes(buffer)[:written])
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Make the KV cache hold exactly what it held at ``snapshot``."""
+        C = self._C
+        C.llama_memory_seq_rm(self._memory, -1, -1, -1)
+        self.cached = []
+        buffer = (ctypes.c_uint8 * len(snapshot.state)).from_buffer_copy(snapshot.state)
+        with _quiet_stderr():
+            restored = C.llama_state_seq_set_data(self._ctx, buffer, len(snapshot.state), 0)
+        if snapshot.state and not restored:
+            raise BackendError("llama.cpp could not restore a saved KV cache")
+        self.cached = list(snapshot.tokens)
+
     def prefill(self, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
         """Make the cache hold exactly ``tokens``, reusing the longest cached prefix.
 
@@ -181,3 +209,36 @@ class Backend:
             reuse += 1
         self.truncate(reuse)
         return self.eval(tokens[reuse:]), reuse
+
+
+class Vocabulary:
+    """A model's tokenizer alone (llama.cpp's vocab-only load): no weights, no context."""
+
+    def __init__(self, model_path: str | Path):
+        from llama_cpp import llama_cpp as C
+
+        path = Path(model_path)
+        check_gguf(path)
+        C.llama_backend_init()
+        params = C.llama_model_default_params()
+        params.vocab_only = True
+        with _quiet_stderr():
+            self._model = C.llama_model_load_from_file(str(path).encode(), params)
+        if not self._model:
+            raise BackendError(f"llama.cpp could not load the vocabulary of {path}")
+        self._C = C
+        self._vocab = C.llama_model_get_vocab(self._model)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Tokens of ``text``, no BOS, control tokens as plain text."""
+        data = text.encode("utf-8")
+        tokens = (self._C.llama_token * (len(data) + 8))()
+        n = self._C.llama_tokenize(self._vocab, data, len(data), tokens, len(tokens), False, False)
+        if n < 0:
+            raise BackendError("llama.cpp could not tokenize the text")
+        return list(tokens[:n])
+
+    def close(self) -> None:
+        if self._model:
+            self._C.llama_model_free(self._model)
+            self._model = None

@@ -26,7 +26,7 @@ def _pct(value: float) -> str:
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    from .datasets import PRESETS
+    from .datasets import FORMATS, PRESETS
 
     parser.add_argument(
         "sources",
@@ -34,28 +34,28 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SOURCE",
         help=f"a preset ({', '.join(PRESETS)}) or a JSONL path; default: every preset",
     )
-    parser.add_argument("--before-field", default="before", help="JSONL field of the text before (paths only)")
-    parser.add_argument("--after-field", default="after", help="JSONL field of the text after (paths only)")
-    parser.add_argument("--instruction-field", default="instruction", help="JSONL field of the instruction")
-    parser.add_argument("--id-field", default="id", help="JSONL field of the item id")
+    parser.add_argument(
+        "--format", choices=list(FORMATS), default="plain",
+        help="field names of a JSONL path: plain (before/after/instruction/test), canitedit "
+        "(before/after/instruction_descriptive/tests), editeval (input/output/instruction/test/context)",
+    )
+    for name in ("before", "after", "instruction", "id", "test", "context"):
+        parser.add_argument(f"--{name}-field", help=f"JSONL field of the item's {name} (overrides --format)")
     parser.add_argument("--language", default="python", help="language of the items of a JSONL path")
     parser.add_argument("--limit", type=int, help="read at most this many items per source")
 
 
-def _load_sources(args: argparse.Namespace) -> dict[str, list]:
+def _load_sources(args: argparse.Namespace, default: Sequence[str] | None = None) -> dict[str, list]:
     from .datasets import PRESETS, load_items
 
+    fields = {
+        name: value
+        for name in ("before", "after", "instruction", "id", "test", "context")
+        if (value := getattr(args, f"{name}_field")) is not None
+    }
     return {
-        source: load_items(
-            source,
-            before=args.before_field,
-            after=args.after_field,
-            instruction=args.instruction_field,
-            id_field=args.id_field,
-            language=args.language,
-            limit=args.limit,
-        )
-        for source in (args.sources or list(PRESETS))
+        source: load_items(source, format=args.format, fields=fields, language=args.language, limit=args.limit)
+        for source in (args.sources or default or list(PRESETS))
     }
 
 
@@ -241,12 +241,49 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench_program(args: argparse.Namespace) -> int:
-    """``copyedit bench program``: program mode on real edits, per item and summed."""
-    from .bench import program
+def cmd_bench_edits(args: argparse.Namespace) -> int:
+    """``copyedit bench edits``: every mode on real edits, interleaved; tables, JSON, chart, bound table."""
+    import random
+    from pathlib import Path
 
-    result = program.program_benchmark(_load_decoder(args), args.source, args.limit)
-    print(json.dumps(result, indent=2) if args.json else program.format_table(result))
+    from .bench import edits
+
+    limit, args.limit = args.limit, None if args.seed is not None else args.limit
+    sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js"])
+    if args.seed is not None:
+        for name, items in sets.items():
+            random.Random(args.seed).shuffle(items)
+            sets[name] = items[:limit]
+    args.limit = limit
+    decoder = _load_decoder(args)
+    result = edits.edits_benchmark(
+        decoder, sets, modes=args.modes.split(","), ordered=args.ordered, examples=args.examples, timeout=args.timeout
+    )
+    result |= {"model": args.model, "seed": args.seed, "limit": args.limit}
+    kernel_path = Path(args.kernel)
+    if "forced" in result["modes"] and kernel_path.is_file():
+        result["bounds"] = edits.bound_table(result, json.loads(kernel_path.read_text()))
+    paths = edits.write_outputs(result, Path(args.out), args.name)
+    print(json.dumps(result, indent=2) if args.json else edits.format_tables(result, result.get("bounds")))
+    print(f"\nwrote {', '.join(map(str, paths))}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench_formats(args: argparse.Namespace) -> int:
+    """``copyedit bench formats``: tokens and round trip of edit formats on before/after pairs."""
+    from pathlib import Path
+
+    from .backend import Vocabulary
+    from .bench import formats
+    from .models import resolve_model
+
+    sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js", "quixbugs"])
+    vocabulary = Vocabulary(resolve_model(args.model, fetch_missing=True, progress=True))
+    result = formats.formats_benchmark(sets, vocabulary.tokenize)
+    result["model"] = args.model
+    path = formats.write_json(result, Path(args.out))
+    print(json.dumps(result, indent=2) if args.json else formats.format_table(result))
+    print(f"\nwrote {path}", file=sys.stderr)
     return 0
 
 
@@ -264,6 +301,8 @@ def cmd_bench_lsp(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .models import DEFAULT_MODEL
+
     parser = argparse.ArgumentParser(prog="copyedit", description=__doc__)
     parser.add_argument("--version", action="version", version=f"copyedit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -285,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("file")
     apply.add_argument("--instruction", "-i", required=True)
     apply.add_argument("--lines", type=_line_range, help="edit only lines A-B (1-based, inclusive)")
-    apply.add_argument("--mode", choices=["program", "rewrite"], default="program")
+    apply.add_argument("--mode", choices=["program", "rewrite", "lookup"], default="program")
     apply.add_argument("--splice", choices=["prefill", "none"], default="prefill")
     _add_model_arguments(apply)
     apply.add_argument("--json", action="store_true", help="print JSON")
@@ -308,12 +347,28 @@ def build_parser() -> argparse.ArgumentParser:
     kernel.add_argument("--json", action="store_true")
     kernel.set_defaults(func=cmd_bench_kernel)
 
-    program = bench.add_parser("program", help="program mode on real edits: grammar, splices, decode steps")
-    _add_model_arguments(program)
-    program.add_argument("--source", default="humanevalfix-python", help="a preset or a JSONL path")
-    program.add_argument("--limit", type=int, default=20)
-    program.add_argument("--json", action="store_true")
-    program.set_defaults(func=cmd_bench_program)
+    edits = bench.add_parser("edits", help="program, rewrite, lookup and forced modes on real edits, side by side")
+    _add_source_arguments(edits)
+    _add_model_arguments(edits)
+    edits.add_argument("--modes", default="program,program-none,rewrite,lookup,forced",
+                       help="comma-separated: program, program-none, rewrite, lookup, forced")
+    edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
+    edits.add_argument("--ordered", action="store_true", help="program modes: a copy starts after the previous copy")
+    edits.add_argument("--examples", choices=["default", "none", "extended"], default="default",
+                       help="the prompt's few-shot examples")
+    edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
+    edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
+    edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
+    edits.add_argument("--name", default="edits", help="file name stem of the outputs")
+    edits.add_argument("--json", action="store_true")
+    edits.set_defaults(func=cmd_bench_edits)
+
+    formats = bench.add_parser("formats", help="tokens and round trip: program, search/replace, unified diff, rewrite")
+    _add_source_arguments(formats)
+    formats.add_argument("--model", default=DEFAULT_MODEL, help="the model whose tokenizer counts tokens")
+    formats.add_argument("--out", default="bench-results", help="folder for formats.json")
+    formats.add_argument("--json", action="store_true")
+    formats.set_defaults(func=cmd_bench_formats)
 
     lsp = bench.add_parser("lsp", help="code-action latency, server overhead per edit, server memory")
     _add_model_arguments(lsp)

@@ -19,7 +19,7 @@ class Settings:
     n_ctx: int = 4096
     n_threads: int | None = None  # default: every core
     n_gpu_layers: int = 0
-    mode: str = "program"  # "program" or "rewrite"
+    mode: str = "program"  # "program", "rewrite" or "lookup"
     splice: str = "prefill"  # "prefill" or "none"
     max_new_tokens: int = 2048
     syntax_guard: bool = True  # refuse a result with more syntax errors than the original
@@ -27,8 +27,8 @@ class Settings:
 
     def check(self) -> Settings:
         """Raise ValueError on a value out of range."""
-        if self.mode not in ("program", "rewrite"):
-            raise ValueError(f"mode must be 'program' or 'rewrite', not {self.mode!r}")
+        if self.mode not in ("program", "rewrite", "lookup"):
+            raise ValueError(f"mode must be 'program', 'rewrite' or 'lookup', not {self.mode!r}")
         if self.splice not in ("prefill", "none"):
             raise ValueError(f"splice must be 'prefill' or 'none', not {self.splice!r}")
         for name in ("n_ctx", "max_new_tokens", "max_file_bytes"):

@@ -18,6 +18,7 @@ class EditItem:
     instruction: str
     language: str = "python"
     test: str = ""  # code appended to the edited text to check it ("" = no test)
+    context: str = ""  # code the edited text needs before it when tested
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Preset:
 
     path: str  # relative to the data directory
     language: str
-    fields: dict[str, str]  # EditItem field -> JSONL field (or a template of JSONL fields)
+    fields: dict[str, str]  # EditItem field -> JSONL field ("a+b" concatenates two fields)
 
 
 def _humanevalfix(language: str, file: str, head: str) -> Preset:
@@ -38,7 +39,6 @@ def _humanevalfix(language: str, file: str, head: str) -> Preset:
     )
 
 
-# "before"/"after" values may be "a+b": the concatenation of two JSONL fields.
 PRESETS: dict[str, Preset] = {
     "humanevalfix-python": _humanevalfix("python", "python", "declaration"),
     "humanevalfix-python-docs": _humanevalfix("python", "python", "prompt"),
@@ -63,8 +63,23 @@ def data_dir() -> Path:
     raise FileNotFoundError("no shared data: set COPYEDIT_DATA_DIR to the folder with humanevalfix/ and quixbugs/")
 
 
-def _field(record: dict, spec: str) -> str:
-    return "".join(str(record[name]) for name in spec.split("+"))
+# Field names of JSONL edit files by their layout (``--format``): EditItem field -> JSONL field.
+FORMATS: dict[str, dict[str, str]] = {
+    "plain": {"id": "id", "before": "before", "after": "after", "instruction": "instruction", "test": "test",
+              "context": "context"},
+    "canitedit": {"id": "id", "before": "before", "after": "after", "instruction": "instruction_descriptive",
+                  "test": "tests", "context": "context"},
+    "editeval": {"id": "id", "before": "input", "after": "output", "instruction": "instruction", "test": "test",
+                 "context": "context"},
+}
+
+
+def _field(record: dict, spec: str, *, required: bool = False) -> str:
+    names = spec.split("+")
+    missing = [name for name in names if name not in record]
+    if missing and required:
+        raise KeyError(f"the record has no field {missing[0]!r} (fields: {', '.join(record)})")
+    return "".join(str(record.get(name) or "") for name in names)
 
 
 def _instruction(record: dict, preset_name: str) -> str:
@@ -77,33 +92,35 @@ def _instruction(record: dict, preset_name: str) -> str:
 def load_items(
     source: str,
     *,
-    before: str = "before",
-    after: str = "after",
-    instruction: str = "instruction",
-    id_field: str = "id",
+    format: str = "plain",
+    fields: dict[str, str] | None = None,
     language: str = "python",
     limit: int | None = None,
 ) -> list[EditItem]:
-    """Read edits from a preset name or a JSONL path (field names from the keyword arguments)."""
+    """Read edits from a preset name or a JSONL path laid out as ``format``, with ``fields`` overriding names."""
     preset = PRESETS.get(source)
     path = data_dir() / preset.path if preset else Path(source)
-    fields = preset.fields if preset else {"id": id_field, "before": before, "after": after, "test": ""}
+    names = preset.fields if preset else FORMATS[format] | (fields or {})
     items = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
+        for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             record = json.loads(line)
-            items.append(
-                EditItem(
-                    id=str(record.get(fields["id"], number)),
-                    before=_field(record, fields["before"]),
-                    after=_field(record, fields["after"]),
-                    instruction=_instruction(record, source) if preset else str(record.get(instruction, "")),
-                    language=preset.language if preset else language,
-                    test=_field(record, fields["test"]) if fields["test"] else "",
+            try:
+                items.append(
+                    EditItem(
+                        id=_field(record, names["id"]) or str(number),
+                        before=_field(record, names["before"], required=True),
+                        after=_field(record, names["after"], required=True),
+                        instruction=_instruction(record, source) if preset else _field(record, names["instruction"]),
+                        language=preset.language if preset else language,
+                        test=_field(record, names.get("test", "")) if names.get("test") else "",
+                        context=_field(record, names.get("context", "")) if names.get("context") else "",
+                    )
                 )
-            )
+            except KeyError as error:
+                raise ValueError(f"{path}, line {number}: {error.args[0]}") from None
             if limit is not None and len(items) >= limit:
                 break
     return items

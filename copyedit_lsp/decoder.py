@@ -6,6 +6,10 @@ Modes (one model, one prompt family, one set of counters):
   token-level constraint; a closed copy's lines are evaluated into the KV cache in one batch.
 * ``program`` + ``splice="none"``: the same, the copied text is never evaluated.
 * ``rewrite``: the model writes the whole edited region as plain text (the baseline).
+* ``lookup``: rewrite accelerated by prompt-lookup speculative decoding: a draft of the tokens
+  that followed the last few output tokens in the original is verified in one batch, and the
+  longest prefix the greedy model agrees with is kept.  Its output is ``rewrite``'s but for
+  near ties: llama.cpp's batched and one-token evaluations round differently.
 * ``forced``: executes a given program at exactly the cost a perfect model would pay.
 
 Structural positions are constrained by a trie over the token sequences of the possible
@@ -37,10 +41,19 @@ from .program import (
     Program,
     unescape,
 )
-from .prompt import ChatTemplate, SourceView, as_model_sees, program_messages, program_prefix, rewrite_messages, rewrite_prefix
+from .prompt import (
+    EXAMPLE_SETS,
+    ChatTemplate,
+    SourceView,
+    as_model_sees,
+    program_messages,
+    program_prefix,
+    rewrite_messages,
+    rewrite_prefix,
+)
 from .resolver import resolve
 
-MODES = ("program", "rewrite", "forced")
+MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
 PROGRESS_INTERVAL = 0.5  # seconds
 
@@ -73,6 +86,8 @@ class EditStats:
     prefill_tokens: int = 0  # prompt tokens evaluated
     prefix_reused_tokens: int = 0  # prompt tokens reused from the KV cache
     ops: int = 0
+    drafted_tokens: int = 0  # lookup: tokens drafted from the original and verified in a batch
+    accepted_tokens: int = 0  # lookup: drafted tokens the model agreed with
     output_tokens: int = 0  # tokens of the edited region as the model would write it in full
     constraint_seconds: float = 0.0  # time spent computing masks and picking among candidates
     prefill_seconds: float = 0.0
@@ -90,11 +105,13 @@ class EditStats:
 
 @dataclass
 class EditResult:
-    """The program (None in rewrite mode), the edited text and the stats."""
+    """The program (None in rewrite and lookup modes), the edited text, the stats, and the answer's
+    tokens (program modes: the program as it stands in the context; rewrite and lookup: the code)."""
 
     program: Program | None
     text: str
     stats: EditStats
+    tokens: tuple[int, ...] = ()
 
 
 class _Trie:
@@ -105,6 +122,8 @@ class _Trie:
 
     def walk(self, run: _Run, target: str | None) -> str:
         """Feed the tokens of one piece, choosing where the remaining pieces differ; return its name."""
+        if target is not None and target not in self.pieces:
+            raise DecodeError(f"the scripted {target} is outside what the grammar allows here")
         alive = dict(self.pieces)
         depth = 0
         while len(alive) > 1:
@@ -220,6 +239,37 @@ class _Run:
             self.report()
         return token
 
+    def verify(self, draft: Sequence[int]) -> list[int]:
+        """One decode step over the pending tokens and a draft, with logits at every drafted position.
+
+        Keeps the longest prefix of ``draft`` the greedy model agrees with, plus the model's own
+        next token; returns them.  Rejected tokens leave the KV cache; the last token is pending.
+        """
+        self.check_stop()
+        if len(self.backend.cached) + len(self.pending) + len(draft) > self.backend.n_ctx:
+            raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
+        started = time.perf_counter()
+        calls = self.backend.counters.calls
+        pending = len(self.pending)
+        rows = self.backend.eval([*self.pending, *draft], all_logits=True)
+        predictions = np.argmax(rows[max(pending - 1, 0) :], axis=1)
+        if not pending:
+            predictions = np.concatenate([[np.argmax(self.logits)], predictions])
+        accepted = 0
+        while accepted < len(draft) and predictions[accepted] == draft[accepted]:
+            accepted += 1
+        self.backend.truncate(len(self.backend.cached) - (len(draft) - accepted))
+        self.stats.eval_calls += self.backend.counters.calls - calls
+        self.stats.decode_seconds += time.perf_counter() - started
+        self.stats.decode_steps += 1
+        self.stats.drafted_tokens += len(draft)
+        self.stats.accepted_tokens += accepted
+        self.pending = [int(predictions[accepted])]
+        self.logits = None
+        if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
+            self.report()
+        return [*draft[:accepted], self.pending[0]]
+
     def report(self) -> None:
         """Tell the caller how far the edit is (after each op, and at least every PROGRESS_INTERVAL)."""
         self.reported = time.perf_counter()
@@ -230,8 +280,18 @@ class _Run:
 class Decoder:
     """Edits text with one loaded model; keeps the prompt prefix cached between edits."""
 
-    def __init__(self, backend: Backend, *, max_gen_tokens: int = 512, max_new_tokens: int = 4096):
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        max_gen_tokens: int = 512,
+        max_new_tokens: int = 4096,
+        draft_tokens: int = 16,
+        draft_ngram: int = 3,
+    ):
         self.backend = backend
+        self.draft_tokens = draft_tokens
+        self.draft_ngram = draft_ngram
         self.template = ChatTemplate(backend.metadata)
         self.max_gen_tokens = max_gen_tokens
         self.max_new_tokens = max_new_tokens
@@ -272,23 +332,48 @@ class Decoder:
         language: str = "",
         program: Program | None = None,
         merge: bool = True,
+        ordered: bool = False,
+        examples: str = "default",
         stop: Callable[[], bool] | None = None,
         on_progress: Callable[[EditStats], None] | None = None,
     ) -> EditResult:
-        """Edit ``source`` by ``instruction``; ``program`` is the script of ``forced`` mode."""
-        if mode not in MODES or splice not in SPLICES:
-            raise ValueError(f"mode must be one of {MODES} and splice one of {SPLICES}")
+        """Edit ``source`` by ``instruction``; ``program`` is the script of ``forced`` mode.
+
+        ``ordered`` makes every copy start after the previous copy's last line; ``examples``
+        names the prompt's few-shot set (:data:`EXAMPLE_SETS`).
+        """
+        if mode not in MODES or splice not in SPLICES or examples not in EXAMPLE_SETS:
+            raise ValueError(f"mode must be one of {MODES}, splice one of {SPLICES}, examples one of {tuple(EXAMPLE_SETS)}")
         if (mode == "forced") != (program is not None):
             raise ValueError("forced mode, and only forced mode, takes a program")
         started = time.perf_counter()
         stats = EditStats(mode=mode, splice=splice)
         run = _Run(self.backend, stats, stop=stop, merge=merge, on_progress=on_progress)
-        if mode == "rewrite":
-            result = self._rewrite(run, source, instruction, language)
+        prompt = self.prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
+        if mode in ("rewrite", "lookup"):
+            result = self._rewrite(run, prompt, source, lookup=mode == "lookup")
         else:
-            result = self._program(run, source, instruction, splice, program)
+            result = self._program(run, prompt, source, splice, program, ordered)
         stats.total_seconds = time.perf_counter() - started
         return result
+
+    def prompt(
+        self,
+        source: str,
+        instruction: str,
+        *,
+        mode: str = "program",
+        splice: str = "prefill",
+        language: str = "",
+        examples: str = "default",
+    ) -> list[int]:
+        """The prompt's tokens for an edit: the conversation and the opening of the answer."""
+        if mode in ("rewrite", "lookup"):
+            text = self.template.render(rewrite_messages(instruction, source, language, examples), rewrite_prefix(language))
+        else:
+            messages = program_messages(instruction, source, splice=splice == "prefill", examples=examples)
+            text = self.template.render(messages, program_prefix())
+        return self.backend.tokenize(text, special=True)
 
     def _out_of_budget(self, run: _Run) -> bool:
         return run.stats.decode_steps >= run.budget or run.room() <= 0
@@ -307,37 +392,35 @@ class Decoder:
     def _program(
         self,
         run: _Run,
+        prompt: list[int],
         source: str,
-        instruction: str,
         splice: str,
         target: Program | None,
+        ordered: bool,
     ) -> EditResult:
         view = SourceView.of(source)
         n = len(view.lines)
         if target is not None:
             target.validate(n)
-        prompt = self.backend.tokenize(
-            self.template.render(program_messages(instruction, source, splice=splice == "prefill"), program_prefix()),
-            special=True,
-        )
         self._check_fits(run, prompt, len(self.backend.tokenize("".join(view.lines))))
         if target is not None:  # a script is as long as it is
             run.budget = self.max_new_tokens
         run.prefill(prompt)
-        pieces = self.op_pieces if n else {k: v for k, v in self.op_pieces.items() if k != "copy"}
-        trie = _Trie(pieces)
+        tries = {True: _Trie(self.op_pieces), False: _Trie({k: v for k, v in self.op_pieces.items() if k != "copy"})}
         ops: list[Op] = []
+        first = 1  # the first line a copy may start at
         while True:
             goal = target.ops[len(ops)] if target is not None and len(ops) < len(target.ops) else None
             if self._out_of_budget(run):
                 run.force(self.op_pieces["end"])
                 break
-            kind = trie.walk(run, None if target is None else "end" if goal is None else type(goal).__name__.lower())
+            kind = tries[first <= n].walk(run, None if target is None else "end" if goal is None else type(goal).__name__.lower())
             if kind == "end":
                 break
             if kind == "copy":
-                start = self._number(run, 1, n, self.dash, goal.start if goal else None)
+                start = self._number(run, first, n, self.dash, goal.start if goal else None)
                 end = self._number(run, start, n, self.copy_close, goal.end if goal else None)
+                first = end + 1 if ordered else 1
                 if splice == "prefill":
                     run.splice(self.backend.tokenize(view.span(start, end)))
                 ops.append(Copy(start, end))
@@ -353,7 +436,7 @@ class Decoder:
         program = Program(tuple(_whole_lines(ops, _newline_of(source))))
         text = resolve(program, source)
         run.stats.output_tokens = len(self.backend.tokenize(text)) if text else 0
-        return EditResult(program, text, run.stats)
+        return EditResult(program, text, run.stats, tuple(self.backend.cached[len(prompt) :]))
 
     def _number(self, run: _Run, lo: int, hi: int, terminator: list[int], goal: int | None) -> int:
         """Write a number in [lo, hi] digit by digit, then the terminator; return the number."""
@@ -409,30 +492,62 @@ class Decoder:
         run.force(self.backend.tokenize(tail + GEN_CLOSE))
         return _decode_body(body) + tail, False
 
-    def _rewrite(self, run: _Run, source: str, instruction: str, language: str) -> EditResult:
-        prompt = self.backend.tokenize(
-            self.template.render(rewrite_messages(instruction, source, language), rewrite_prefix(language)),
-            special=True,
-        )
-        self._check_fits(run, prompt, len(self.backend.tokenize(source)))
+    def _rewrite(self, run: _Run, prompt: list[int], source: str, *, lookup: bool) -> EditResult:
+        original = self.backend.tokenize(source)
+        self._check_fits(run, prompt, len(original))
         run.prefill(prompt)
         out = b""
-        while not self._out_of_budget(run):
-            token = run.choose(None)
-            if self.backend.is_end_of_generation(token):
-                break
-            out += self.backend.piece(token)
-            fence = (b"\n" + out).find(b"\n```")
-            if fence >= 0:
-                out = out[:fence]
-                break
+        written: list[int] = []
+        lookup_drafts = _Lookup(original, self.draft_ngram, self.draft_tokens) if lookup else None
+        done = False
+        while not done and len(written) < run.budget and run.room() > 0:
+            room = min(run.budget - len(written), run.room()) - 1
+            draft = lookup_drafts.draft(written, room) if lookup_drafts else []
+            for token in run.verify(draft) if draft else [run.choose(None)]:
+                if len(written) >= run.budget or self.backend.is_end_of_generation(token):
+                    done = True
+                    break
+                written.append(token)
+                out += self.backend.piece(token)
+                fence = (b"\n" + out).find(b"\n```")
+                if fence >= 0:
+                    out = out[:fence]
+                    done = True
+                    break
         run.flush()
         text = out.decode("utf-8", errors="replace")
         if not source.endswith(("\n", "\r")) and text.endswith("\n"):
             text = text[:-1]
         text = _with_newline(text, _newline_of(source))
-        run.stats.output_tokens = run.stats.decode_steps
-        return EditResult(None, text, run.stats)
+        run.stats.output_tokens = len(written)
+        return EditResult(None, text, run.stats, tuple(written))
+
+
+class _Lookup:
+    """Prompt-lookup drafts: the original's tokens that followed the output's last n-gram."""
+
+    def __init__(self, original: list[int], longest: int, draft_tokens: int):
+        self.original = original
+        self.longest = longest
+        self.draft_tokens = draft_tokens
+        self.cursor = 0  # where the last match ended: the output usually moves forward through the original
+        self.starts: dict[tuple[int, ...], list[int]] = {}
+        for n in range(1, longest + 1):
+            for start in range(len(original) - n):
+                self.starts.setdefault(tuple(original[start : start + n]), []).append(start)
+
+    def draft(self, written: list[int], room: int) -> list[int]:
+        """Up to ``min(draft_tokens, room)`` tokens; the longest n-gram wins, then the match nearest the cursor."""
+        limit = min(self.draft_tokens, room)
+        if not written:  # an edit starts where the original starts
+            return self.original[:limit]
+        for n in range(min(self.longest, len(written)), 0, -1) if limit > 0 else ():
+            starts = self.starts.get(tuple(written[-n:]))
+            if starts:
+                start = next((s for s in starts if s + n >= self.cursor), starts[0])
+                self.cursor = start + n
+                return self.original[self.cursor : self.cursor + limit]
+        return []
 
 
 def _decode_body(body: bytes) -> str:

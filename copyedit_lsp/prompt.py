@@ -23,7 +23,7 @@ REWRITE_SYSTEM = """You edit code. You get an instruction and the code.
 Answer with the complete edited code in one code block, and nothing else."""
 
 # Hand-written examples (never taken from evaluation data): (language, instruction, before, after).
-EXAMPLES = [
+EXAMPLES = (
     (
         "python",
         "Fix the off-by-one error in last_item.",
@@ -36,7 +36,22 @@ EXAMPLES = [
         "// Greets a user.\nfunction greet(name) {\n  const message = 'Hello, ' + name;\n  console.log(message);\n  return message;\n}\n",
         "// Greets a user.\nfunction greet(name, greeting = 'Hello') {\n  const message = greeting + ', ' + name;\n  console.log(message);\n  return message;\n}\n",
     ),
-]
+)
+
+# A bug fixed in the middle of a function, the lines after it copied again.
+MIDDLE_FIX = (
+    "python",
+    "Fix bugs in count_words.",
+    "def count_words(text, shortest):\n    counts = {}\n    for word in text.split():\n        word = word.lower()\n"
+    "        if len(word) > shortest:\n            counts[word] = counts.get(word, 0) + 1\n"
+    "    ranked = sorted(counts.items(), key=lambda item: -item[1])\n    return ranked\n",
+    "def count_words(text, shortest):\n    counts = {}\n    for word in text.split():\n        word = word.lower()\n"
+    "        if len(word) >= shortest:\n            counts[word] = counts.get(word, 0) + 1\n"
+    "    ranked = sorted(counts.items(), key=lambda item: -item[1])\n    return ranked\n",
+)
+
+# The few-shot example sets a prompt can use (a quality lever of program mode).
+EXAMPLE_SETS = {"default": EXAMPLES, "none": (), "extended": (*EXAMPLES, MIDDLE_FIX)}
 
 
 def as_model_sees(text: str) -> str:
@@ -83,10 +98,12 @@ def _rewrite_user(instruction: str, source: str, language: str) -> str:
     return f"Instruction: {instruction}\n\nCode:\n```{language}\n{code}```"
 
 
-def program_messages(instruction: str, source: str, *, splice: bool) -> list[dict[str, str]]:
+def program_messages(
+    instruction: str, source: str, *, splice: bool, examples: str = "default"
+) -> list[dict[str, str]]:
     """Chat messages for program mode; the answer continues after :func:`program_prefix`."""
     messages = [{"role": "system", "content": PROGRAM_SYSTEM}]
-    for _, example_instruction, before, after in EXAMPLES:
+    for _, example_instruction, before, after in EXAMPLE_SETS[examples]:
         view = SourceView.of(before)
         answer = model_text(oracle_program(before, after), view, splice=splice) + "</program>"
         messages += [
@@ -97,10 +114,12 @@ def program_messages(instruction: str, source: str, *, splice: bool) -> list[dic
     return messages
 
 
-def rewrite_messages(instruction: str, source: str, language: str) -> list[dict[str, str]]:
+def rewrite_messages(
+    instruction: str, source: str, language: str, examples: str = "default"
+) -> list[dict[str, str]]:
     """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix`."""
     messages = [{"role": "system", "content": REWRITE_SYSTEM}]
-    for example_language, example_instruction, before, after in EXAMPLES:
+    for example_language, example_instruction, before, after in EXAMPLE_SETS[examples]:
         messages += [
             {"role": "user", "content": _rewrite_user(example_instruction, before, example_language)},
             {"role": "assistant", "content": f"```{example_language}\n{after}```"},

@@ -1,10 +1,11 @@
 """The decoder on real models: the grammar holds, copies are spliced in one batch, forced mode is exact."""
 
+import numpy as np
 import pytest
 
-from copyedit_lsp.backend import Backend, BackendError
+from copyedit_lsp.backend import Backend, BackendError, Vocabulary
 from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Cancelled, ContextOverflow, Decoder, _newline_of, _whole_lines
+from copyedit_lsp.decoder import Cancelled, ContextOverflow, DecodeError, Decoder, _newline_of, _whole_lines
 from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import Copy, Gen, Program, parse_program
@@ -164,3 +165,70 @@ def test_gens_are_whole_lines_in_the_documents_line_breaks():
     ops = [Gen("a\nb"), Copy(1, 1), Gen("c\nd")]
     assert _whole_lines(ops, "\r\n") == [Gen("a\r\nb\r\n"), Copy(1, 1), Gen("c\r\nd")]
     assert _newline_of("a\r\nb\r\n") == "\r\n" and _newline_of("a\nb\r\n") == "\r\n" and _newline_of("a\nb\nc\r\n") == "\n"
+
+
+def test_lookup_writes_what_rewrite_writes(qwen):
+    """20 HumanEvalFix items: lookup writes rewrite's tokens in fewer decode steps.  Batched and
+    one-at-a-time evaluation round differently (llama.cpp on a CPU is not batch-invariant), so where
+    the two part, it must be at a near tie: both tokens are the greedy model's top two, a hair apart."""
+    backend = qwen.backend
+    same = steps = lookup_steps = 0
+    for item in load_items("humanevalfix-python", limit=20):
+        rewrite = qwen.edit(item.before, item.instruction, mode="rewrite", language="python")
+        lookup = qwen.edit(item.before, item.instruction, mode="lookup", language="python")
+        steps += rewrite.stats.decode_steps
+        lookup_steps += lookup.stats.decode_steps
+        assert lookup.stats.accepted_tokens <= lookup.stats.drafted_tokens
+        if lookup.tokens == rewrite.tokens:
+            assert lookup.text == rewrite.text
+            same += 1
+            continue
+        at = next(i for i, (a, b) in enumerate(zip(rewrite.tokens, lookup.tokens)) if a != b)
+        logits, _ = backend.prefill(qwen.prompt(item.before, item.instruction, mode="rewrite", language="python"))
+        for token in rewrite.tokens[:at]:
+            logits = backend.eval([token])
+        top = np.argsort(logits)[-2:]
+        assert {rewrite.tokens[at], lookup.tokens[at]} == set(top.tolist()), item.id
+        assert abs(logits[top[1]] - logits[top[0]]) < 0.5, item.id
+    assert same >= 10
+    assert lookup_steps < steps / 2
+
+
+def test_ordered_copies_never_go_back(tiny):
+    for item in load_items("humanevalfix-python", limit=6):
+        result = tiny.edit(item.before, item.instruction, language="python", ordered=True)
+        copies = [op for op in result.program.ops if isinstance(op, Copy)]
+        assert all(later.start > earlier.end for earlier, later in zip(copies, copies[1:])), item.id
+    with pytest.raises(DecodeError, match="outside"):
+        tiny.edit("a\nb\nc\nd\n", "Swap the halves.", mode="forced", program=Program((Copy(3, 4), Copy(1, 2))), ordered=True)
+    swapped = tiny.edit("a\nb\nc\nd\n", "Swap the halves.", mode="forced", program=Program((Copy(3, 4), Copy(1, 2))))
+    assert swapped.text == "c\nd\na\nb\n"
+
+
+def test_example_sets_change_the_prompt(tiny):
+    prompts = {name: tiny.prompt("x = 1\n", "Rename x.", examples=name) for name in ("none", "default", "extended")}
+    assert len(prompts["none"]) < len(prompts["default"]) < len(prompts["extended"])
+    assert "count_words" in tiny.backend.detokenize(prompts["extended"])
+    assert "count_words" not in tiny.backend.detokenize(prompts["default"])
+    with pytest.raises(ValueError, match="examples"):
+        tiny.edit("x = 1\n", "Rename x.", examples="many")
+
+
+def test_a_restored_snapshot_gives_the_same_logits(tiny):
+    backend = tiny.backend
+    first = backend.tokenize("def add(a, b):\n    return a + b\n")
+    backend.prefill(first)
+    expected = backend.eval(backend.tokenize(" #"))
+    backend.truncate(len(first))
+    snapshot = backend.snapshot()
+    backend.prefill(backend.tokenize("something else entirely, and longer than the first text"))
+    backend.restore(snapshot)
+    assert backend.cached == first
+    np.testing.assert_array_equal(backend.eval(backend.tokenize(" #")), expected)
+
+
+def test_the_vocabulary_alone_tokenizes_like_the_model(tiny, tiny_model_path):
+    vocabulary = Vocabulary(tiny_model_path)
+    text = 'def f(x):\r\n    return "<copy lines=\\"1-2\\"/>" + 日本\n'
+    assert vocabulary.tokenize(text) == tiny.backend.tokenize(text)
+    vocabulary.close()

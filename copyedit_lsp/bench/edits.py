@@ -1,0 +1,290 @@
+"""``copyedit bench edits``: every decoding mode on real edits, interleaved item by item.
+
+Per item and mode: exact match, tests passed, parse rate, latency, decode steps and spliced
+tokens; per set and mode the aggregate, with the median latency ratio over ``rewrite``.  Each
+mode's fixed prompt prefix (system prompt and examples) is in the KV cache before its edit is
+timed, as in a server that has made edits before, so latency counts the item, not the prefix.
+
+The bound table puts the paper's wall-clock bound next to the measured ``forced`` speedup: a
+perfect program costs its chosen tokens as decode steps and each copy of N tokens
+N / s(N) steps, where s is the measured kernel speedup curve (``copyedit bench kernel``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..backend import Snapshot
+from ..checks import run_tests
+from ..datasets import EditItem
+from ..decoder import Decoder, EditResult
+from ..program import ProgramError, parse_program
+from ..prompt import SourceView
+from ..resolver import oracle_program
+
+# Benchmark mode -> the decoder's mode and splice.
+MODES: dict[str, dict[str, str]] = {
+    "program": {"mode": "program", "splice": "prefill"},
+    "program-none": {"mode": "program", "splice": "none"},
+    "rewrite": {"mode": "rewrite", "splice": "prefill"},
+    "lookup": {"mode": "lookup", "splice": "prefill"},
+    "forced": {"mode": "forced", "splice": "prefill"},
+}
+PROGRAM_MODES = ("program", "program-none", "forced")
+PROBES = (("a = 1\n", "Probe one."), ("def b():\n    return 2\n", "Another probe, longer."))
+
+
+class WarmPrefixes:
+    """Makes the KV cache hold exactly a mode's fixed prompt prefix before an edit (from a saved
+    snapshot), so no mode reuses the prompt of another mode's edit of the same item."""
+
+    def __init__(self, decoder: Decoder, examples: str):
+        self.decoder = decoder
+        self.examples = examples
+        self.saved: dict[tuple, tuple[list[int], Snapshot]] = {}
+
+    def warm(self, mode: str, splice: str, language: str) -> None:
+        family = ("program" if mode in ("program", "forced") else "rewrite", splice, language)
+        if family not in self.saved:
+            prompts = [
+                self.decoder.prompt(source, instruction, mode=mode, splice=splice, language=language, examples=self.examples)
+                for source, instruction in PROBES
+            ]
+            fixed = prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)]
+            self.decoder.backend.prefill(fixed)
+            self.saved[family] = (fixed, self.decoder.backend.snapshot())
+        fixed, snapshot = self.saved[family]
+        if self.decoder.backend.cached[: len(fixed)] != fixed:
+            self.decoder.backend.restore(snapshot)
+        self.decoder.backend.truncate(len(fixed))  # nothing of an earlier edit of this item stays
+
+
+def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
+    stats = result.stats
+    row = {
+        "id": item.id,
+        "mode": name,
+        "exact": result.text == item.after,
+        "passed": run_tests(item, result.text, timeout=timeout),
+        "seconds": result.stats.total_seconds,
+        "decode_steps": stats.decode_steps,
+        "forced_tokens": stats.forced_tokens,
+        "spliced_tokens": stats.spliced_tokens,
+        "splice_spans": stats.splice_spans,
+        "output_tokens": stats.output_tokens,
+        "prefill_tokens": stats.prefill_tokens,
+        "eval_calls": stats.eval_calls,
+        "ops": stats.ops,
+        "drafted_tokens": stats.drafted_tokens,
+        "accepted_tokens": stats.accepted_tokens,
+        "tokens": list(result.tokens),
+    }
+    if result.program is not None:
+        row["program"] = result.program.to_text()
+        try:
+            parsed = parse_program(result.program.to_text(), n_lines=len(SourceView.of(item.before).lines))
+            row["parses"] = parsed == result.program
+        except ProgramError:
+            row["parses"] = False
+        row["one_call_per_splice"] = stats.splice_eval_calls == [1] * stats.splice_calls
+        row["constraint_share"] = stats.constraint_seconds / max(stats.decode_seconds, 1e-9)
+    return row
+
+
+def edits_benchmark(
+    decoder: Decoder,
+    sets: dict[str, list[EditItem]],
+    *,
+    modes: Sequence[str] = tuple(MODES),
+    ordered: bool = False,
+    examples: str = "default",
+    timeout: float = 10.0,
+    progress: bool = True,
+    on_row: Callable[[dict], None] | None = None,
+) -> dict:
+    """Run ``modes`` on every item of ``sets``, interleaved item by item; rows and aggregates per set."""
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(MODES)}")
+    prefixes = WarmPrefixes(decoder, examples)
+    result = {"modes": list(modes), "ordered": ordered, "examples": examples, "sets": {}}
+    total = sum(len(items) for items in sets.values()) * len(modes)
+    with tqdm(total=total, desc="bench edits", unit=" edits", file=sys.stderr, disable=not progress) as bar:
+        for set_name, items in sets.items():
+            rows = []
+            for item in items:
+                for name in modes:
+                    options = MODES[name]
+                    prefixes.warm(options["mode"], options["splice"], item.language)
+                    program = oracle_program(item.before, item.after) if name == "forced" else None
+                    edit = decoder.edit(
+                        item.before, item.instruction, language=item.language, program=program,
+                        ordered=ordered, examples=examples, **options,
+                    )
+                    row = _row(item, name, edit, timeout)
+                    rows.append(row)
+                    if on_row is not None:
+                        on_row(row)
+                    bar.update()
+            result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
+    return result
+
+
+def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
+    """Per mode: items, exact, tests passed, parse rate, median latency and median speedup over rewrite."""
+    by_mode = {name: {r["id"]: r for r in rows if r["mode"] == name} for name in modes}
+    rewrite = by_mode.get("rewrite", {})
+    summary = {}
+    for name, mode_rows in by_mode.items():
+        if not mode_rows:
+            continue
+        values = list(mode_rows.values())
+        tested = [r["passed"] for r in values if r["passed"] is not None]
+        entry = {
+            "items": len(values),
+            "exact": sum(r["exact"] for r in values),
+            "passed": sum(tested),
+            "tested": len(tested),
+            "median_seconds": statistics.median(r["seconds"] for r in values),
+            "decode_steps": sum(r["decode_steps"] for r in values),
+            "output_tokens": sum(r["output_tokens"] for r in values),
+            "spliced_tokens": sum(r["spliced_tokens"] for r in values),
+        }
+        if rewrite:
+            entry["speedup_median"] = statistics.median(
+                rewrite[i]["seconds"] / r["seconds"] for i, r in mode_rows.items() if i in rewrite
+            )
+        if name in PROGRAM_MODES:
+            entry["parse_rate"] = sum(r["parses"] for r in values) / len(values)
+            entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
+            entry["constraint_share_median"] = statistics.median(r["constraint_share"] for r in values)
+        if name == "lookup" and rewrite:
+            entry["same_tokens_as_rewrite"] = sum(r["tokens"] == rewrite[i]["tokens"] for i, r in mode_rows.items())
+            entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / max(
+                sum(r["drafted_tokens"] for r in values), 1
+            )
+        summary[name] = entry
+    return summary
+
+
+def kernel_curve(kernel: dict) -> Callable[[int], float]:
+    """s(N): the measured kernel speedup, interpolated linearly in log N, flat beyond the measured spans."""
+    points = sorted((row["span"], row["speedup"]) for row in kernel["rows"])
+
+    def speedup(n: int) -> float:
+        if n <= points[0][0]:
+            return points[0][1]
+        for (n0, s0), (n1, s1) in zip(points, points[1:]):
+            if n <= n1:
+                t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+                return s0 + t * (s1 - s0)
+        return points[-1][1]
+
+    return speedup
+
+
+def bound_table(result: dict, kernel: dict) -> dict[str, dict]:
+    """Per set: the median bound from ``forced`` rows and s(N), beside the measured forced speedup."""
+    s = kernel_curve(kernel)
+    table = {}
+    for set_name, data in result["sets"].items():
+        forced = [r for r in data["rows"] if r["mode"] == "forced"]
+        if not forced:
+            continue
+        bounds = [
+            r["output_tokens"] / (r["decode_steps"] + sum(n / s(n) for n in r["splice_spans"])) for r in forced
+        ]
+        free = [r["output_tokens"] / max(r["decode_steps"], 1) for r in forced]
+        table[set_name] = {
+            "items": len(forced),
+            "bound_median": statistics.median(bounds),
+            "free_copy_bound_median": statistics.median(free),
+            "measured_median": data["summary"]["forced"].get("speedup_median"),
+            "copied_share": sum(sum(r["splice_spans"]) for r in forced)
+            / max(sum(r["output_tokens"] for r in forced), 1),
+        }
+    return table
+
+
+def format_tables(result: dict, bounds: dict[str, dict] | None = None) -> str:
+    """Markdown: one results table per set, then the bound table."""
+
+    def ratio(entry: dict) -> str:
+        return f"{entry['speedup_median']:.2f}x" if "speedup_median" in entry else "-"
+
+    out = []
+    for set_name, data in result["sets"].items():
+        out += [
+            f"**{set_name}**",
+            "",
+            "| mode | exact | tests passed | parse rate | median latency | speedup over rewrite (median) "
+            "| decode steps | output tokens | spliced tokens |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, e in data["summary"].items():
+            parse = f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-"
+            tests = f"{e['passed']}/{e['tested']}" if e["tested"] else "-"
+            out.append(
+                f"| {name} | {e['exact']}/{e['items']} | {tests} | {parse} | {e['median_seconds']:.2f} s | {ratio(e)} "
+                f"| {e['decode_steps']} | {e['output_tokens']} | {e['spliced_tokens']} |"
+            )
+        lookup = data["summary"].get("lookup", {})
+        if "same_tokens_as_rewrite" in lookup:
+            out.append(
+                f"\nlookup wrote the same tokens as rewrite on {lookup['same_tokens_as_rewrite']}/{lookup['items']} "
+                f"items; {lookup['accepted_share']:.0%} of drafted tokens were accepted."
+            )
+        out.append("")
+    if bounds:
+        out += [
+            "| set | items | copied share of output | bound (kernel s(N)) | bound if copies were free | measured forced |",
+            "|---|---:|---:|---:|---:|---:|",
+            *(
+                f"| {name} | {b['items']} | {b['copied_share']:.0%} | {b['bound_median']:.2f}x "
+                f"| {b['free_copy_bound_median']:.2f}x | "
+                + (f"{b['measured_median']:.2f}x |" if b["measured_median"] else "- |")
+                for name, b in bounds.items()
+            ),
+        ]
+    return "\n".join(out)
+
+
+def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Path, Path, Path]:
+    """``<stem>.json``, ``<stem>.md`` and ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
+    import json
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path, png_path = (out_dir / f"{stem}.{suffix}" for suffix in ("json", "md", "png"))
+    json_path.write_text(json.dumps(result))
+    md_path.write_text(format_tables(result, result.get("bounds")) + "\n")
+    figure = Figure(figsize=(11, 4.2))
+    FigureCanvasAgg(figure)
+    quality, speed = figure.subplots(1, 2)
+    sets = list(result["sets"])
+    modes = result["modes"]
+    width = 0.8 / max(len(modes), 1)
+    for k, name in enumerate(modes):
+        xs = [i + k * width for i in range(len(sets))]
+        summaries = [result["sets"][s]["summary"].get(name, {}) for s in sets]
+        passed = [100 * e["passed"] / e["tested"] if e.get("tested") else 0 for e in summaries]
+        exact = [100 * e["exact"] / e["items"] if e else 0 for e in summaries]
+        bars = quality.bar(xs, passed, width, label=name)
+        quality.scatter(xs, exact, marker="_", s=200, color="black", zorder=3)
+        speed.bar(xs, [e.get("speedup_median", 0) for e in summaries], width, color=bars[0].get_facecolor(), label=name)
+    for axis, title in ((quality, "tests passed, % (black tick: exact match)"), (speed, "median speedup over rewrite")):
+        axis.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(sets))], sets, fontsize=8)
+        axis.set_title(title, fontsize=10)
+    speed.axhline(1.0, color="grey", linewidth=0.8)
+    speed.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(png_path, dpi=110)
+    return json_path, md_path, png_path

@@ -1,0 +1,45 @@
+"""Reading edits: presets of the shared data, JSONL layouts by --format, field overrides, clear errors."""
+
+import json
+
+import pytest
+
+from copyedit_lsp.datasets import load_items
+
+
+def write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def test_canitedit_layout(tmp_path):
+    path = write(tmp_path / "c.jsonl", [{"id": 7, "before": "a\n", "after": "b\n", "instruction_descriptive": "do it",
+                                        "instruction_lazy": "x", "tests": "assert True"}])
+    (item,) = load_items(path, format="canitedit")
+    assert (item.id, item.before, item.after, item.instruction, item.test) == ("7", "a\n", "b\n", "do it", "assert True")
+
+
+def test_editeval_layout_with_context(tmp_path):
+    path = write(tmp_path / "e.jsonl", [{"input": "a\n", "output": "b\n", "instruction": "go", "test": "t",
+                                        "context": "import os\n"}, {"input": "c\n", "output": "d\n"}])
+    first, second = load_items(path, format="editeval", language="javascript")
+    assert (first.before, first.after, first.context, first.language) == ("a\n", "b\n", "import os\n", "javascript")
+    assert (second.id, second.instruction, second.test) == ("2", "", "")  # the line number stands in for an id
+
+
+def test_fields_override_the_layout(tmp_path):
+    path = write(tmp_path / "o.jsonl", [{"old": "a\n", "new": "b\n", "ask": "why"}])
+    (item,) = load_items(path, fields={"before": "old", "after": "new", "instruction": "ask"})
+    assert (item.before, item.after, item.instruction) == ("a\n", "b\n", "why")
+
+
+def test_a_missing_text_field_names_the_line(tmp_path):
+    path = write(tmp_path / "m.jsonl", [{"before": "a\n", "after": "b\n"}, {"before": "c\n"}])
+    with pytest.raises(ValueError, match=r"line 2: .*'after'"):
+        load_items(path)
+
+
+def test_presets_and_limit():
+    items = load_items("humanevalfix-js", limit=3)
+    assert len(items) == 3 and items[0].id == "JavaScript/0" and items[0].language == "javascript"
+    assert items[0].instruction == "Fix bugs in hasCloseElements." and items[0].test

@@ -1,0 +1,91 @@
+"""Edit formats: each written from a pair, read back and applied; the strict appliers refuse what they must."""
+
+import pytest
+from hypothesis import given, settings
+
+from copyedit_lsp.bench.formats import (
+    FormatError,
+    apply_search_replace,
+    apply_unified_diff,
+    formats_benchmark,
+    search_replace_text,
+    unified_diff_text,
+)
+from copyedit_lsp.datasets import load_items
+
+from strategies import edits
+
+
+@settings(max_examples=800, deadline=None)
+@given(edits())
+def test_unified_diff_round_trips_every_edit(pair):
+    before, after = pair
+    assert apply_unified_diff(before, unified_diff_text(before, after)) == after
+
+
+@settings(max_examples=800, deadline=None)
+@given(edits())
+def test_search_replace_applies_its_blocks_or_says_why(pair):
+    """Blocks apply cleanly unless an anchor is ambiguous (first match), nothing can be anchored, or the
+    edit adds or removes the final line break, which whole-line blocks cannot say."""
+    before, after = pair
+    try:
+        applied, ambiguous = apply_search_replace(before, search_replace_text(before, after))
+    except FormatError:  # only an edit of an empty document has nothing to anchor on
+        assert before == ""
+        return
+    if ambiguous:
+        return
+    ends = ("\n", "\r")
+    if before.endswith(ends) == after.endswith(ends) or not before:
+        assert applied == after
+    else:
+        assert applied.rstrip("\r\n") == after.rstrip("\r\n")
+
+
+def test_unified_diff_marks_a_last_line_without_a_break():
+    diff = unified_diff_text("a\nb", "a\nc")
+    assert "\\ No newline at end of file" in diff
+    assert apply_unified_diff("a\nb", diff) == "a\nc"
+
+
+def test_unified_diff_is_applied_strictly():
+    before = "1\n2\n3\n4\n5\n6\n7\n8\n"
+    diff = unified_diff_text(before, before.replace("5\n", "five\n"))
+    with pytest.raises(FormatError, match="does not match"):
+        apply_unified_diff("0\n" + before, diff)  # every line moved by one: no fuzz, no offset
+    with pytest.raises(FormatError, match="hunk header"):
+        apply_unified_diff(before, "--- a\n+++ b\nnot a hunk\n")
+
+
+def test_search_replace_takes_the_first_match_and_counts_the_ambiguity():
+    before = "x = 1\nprint(x)\nx = 1\nprint(x)\n"
+    after = "x = 1\nprint(x)\nx = 2\nprint(x)\n"
+    blocks = search_replace_text(before, after)
+    assert blocks == "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"
+    applied, ambiguous = apply_search_replace(before, blocks)
+    assert ambiguous == 1 and applied == "x = 2\nprint(x)\nx = 1\nprint(x)\n" != after
+
+
+def test_search_replace_matches_whole_lines_only():
+    with pytest.raises(FormatError, match="not found"):
+        apply_search_replace("    return x\n", "<<<<<<< SEARCH\n  return x\n=======\n  return y\n>>>>>>> REPLACE\n")
+
+
+def test_search_replace_matches_a_last_line_without_a_break():
+    before, after = "a\nreturn 1", "a\nreturn 2"
+    assert apply_search_replace(before, search_replace_text(before, after)) == (after, 0)
+
+
+def test_formats_on_the_shared_pairs():
+    """Programs and diffs round-trip all 368 pairs; only search/replace may miss, by ambiguous anchors."""
+    sets = {name: load_items(name) for name in ("humanevalfix-python", "humanevalfix-js", "quixbugs")}
+    result = formats_benchmark(sets, str.split)
+    assert sum(len(items) for items in sets.values()) == 368
+    for name, formats in result["sets"].items():
+        items = len(sets[name])
+        assert formats["program"]["round_trip"] == formats["unified diff"]["round_trip"] == items
+        assert formats["rewrite"]["round_trip"] == items and formats["rewrite"]["vs_rewrite"] == 1
+        search = formats["search/replace"]
+        assert items - search["round_trip"] <= search["ambiguous_items"]
+        assert formats["unified diff"]["tokens"] > formats["program"]["tokens"]
