@@ -124,12 +124,7 @@ class Backend:
         """The bytes a token stands for (control tokens included)."""
         piece = self._pieces.get(token)
         if piece is None:
-            buffer = ctypes.create_string_buffer(64)
-            n = self._C.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, True)
-            if n < 0:
-                buffer = ctypes.create_string_buffer(-n)
-                n = self._C.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, True)
-            piece = self._pieces[token] = buffer.raw[:n]
+            piece = self._pieces[token] = _piece(self._C, self._vocab, token)
         return piece
 
     def detokenize(self, tokens: Sequence[int]) -> str:
@@ -211,6 +206,16 @@ class Backend:
         return self.eval(tokens[reuse:]), reuse
 
 
+def _piece(C, vocab, token: int) -> bytes:
+    """The bytes of ``token`` in ``vocab`` (llama_token_to_piece, control tokens included)."""
+    buffer = ctypes.create_string_buffer(64)
+    n = C.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
+    if n < 0:
+        buffer = ctypes.create_string_buffer(-n)
+        n = C.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
+    return buffer.raw[:n]
+
+
 class Vocabulary:
     """A model's tokenizer alone (llama.cpp's vocab-only load): no weights, no context."""
 
@@ -227,16 +232,20 @@ class Vocabulary:
         if not self._model:
             raise BackendError(f"llama.cpp could not load the vocabulary of {path}")
         self._C = C
-        self._vocab = C.llama_model_get_vocab(self._model)
+        self.vocab = C.llama_model_get_vocab(self._model)  # llama.cpp's handle, for its own samplers
 
-    def tokenize(self, text: str) -> list[int]:
-        """Tokens of ``text``, no BOS, control tokens as plain text."""
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Tokens of ``text``, no BOS; ``special`` parses control tokens such as ``<|im_start|>``."""
         data = text.encode("utf-8")
         tokens = (self._C.llama_token * (len(data) + 8))()
-        n = self._C.llama_tokenize(self._vocab, data, len(data), tokens, len(tokens), False, False)
+        n = self._C.llama_tokenize(self.vocab, data, len(data), tokens, len(tokens), False, special)
         if n < 0:
             raise BackendError("llama.cpp could not tokenize the text")
         return list(tokens[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for (control tokens included)."""
+        return _piece(self._C, self.vocab, token)
 
     def close(self) -> None:
         if self._model:

@@ -26,7 +26,7 @@ def _pct(value: float) -> str:
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    from .datasets import FORMATS, PRESETS
+    from .datasets import FIELDS, FORMATS, PRESETS
 
     parser.add_argument(
         "sources",
@@ -39,22 +39,22 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
         help="field names of a JSONL path: plain (before/after/instruction/test), canitedit "
         "(before/after/instruction_descriptive/tests), editeval (input/output/instruction/test/context)",
     )
-    for name in ("before", "after", "instruction", "id", "test", "context"):
+    for name in FIELDS:
         parser.add_argument(f"--{name}-field", help=f"JSONL field of the item's {name} (overrides --format)")
     parser.add_argument("--language", default="python", help="language of the items of a JSONL path")
     parser.add_argument("--limit", type=int, help="read at most this many items per source")
 
 
-def _load_sources(args: argparse.Namespace, default: Sequence[str] | None = None) -> dict[str, list]:
-    from .datasets import PRESETS, load_items
+def _load_sources(
+    args: argparse.Namespace, default: Sequence[str] | None = None, seed: int | None = None
+) -> dict[str, list]:
+    from .datasets import FIELDS, PRESETS, load_items
 
-    fields = {
-        name: value
-        for name in ("before", "after", "instruction", "id", "test", "context")
-        if (value := getattr(args, f"{name}_field")) is not None
-    }
+    fields = {name: value for name in FIELDS if (value := getattr(args, f"{name}_field")) is not None}
     return {
-        source: load_items(source, format=args.format, fields=fields, language=args.language, limit=args.limit)
+        source: load_items(
+            source, format=args.format, fields=fields, language=args.language, limit=args.limit, seed=seed
+        )
         for source in (args.sources or default or list(PRESETS))
     }
 
@@ -243,18 +243,11 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
 
 def cmd_bench_edits(args: argparse.Namespace) -> int:
     """``copyedit bench edits``: every mode on real edits, interleaved; tables, JSON, chart, bound table."""
-    import random
     from pathlib import Path
 
     from .bench import edits
 
-    limit, args.limit = args.limit, None if args.seed is not None else args.limit
-    sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js"])
-    if args.seed is not None:
-        for name, items in sets.items():
-            random.Random(args.seed).shuffle(items)
-            sets[name] = items[:limit]
-    args.limit = limit
+    sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js"], seed=args.seed)
     decoder = _load_decoder(args)
     result = edits.edits_benchmark(
         decoder, sets, modes=args.modes.split(","), ordered=args.ordered, examples=args.examples, timeout=args.timeout
@@ -264,7 +257,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     if "forced" in result["modes"] and kernel_path.is_file():
         result["bounds"] = edits.bound_table(result, json.loads(kernel_path.read_text()))
     paths = edits.write_outputs(result, Path(args.out), args.name)
-    print(json.dumps(result, indent=2) if args.json else edits.format_tables(result, result.get("bounds")))
+    print(json.dumps(result, indent=2) if args.json else edits.format_tables(result))
     print(f"\nwrote {', '.join(map(str, paths))}", file=sys.stderr)
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,9 @@ def data_dir() -> Path:
     raise FileNotFoundError("no shared data: set COPYEDIT_DATA_DIR to the folder with humanevalfix/ and quixbugs/")
 
 
+# The EditItem fields a JSONL file's names can be given for.
+FIELDS = ("id", "before", "after", "instruction", "test", "context")
+
 # Field names of JSONL edit files by their layout (``--format``): EditItem field -> JSONL field.
 FORMATS: dict[str, dict[str, str]] = {
     "plain": {"id": "id", "before": "before", "after": "after", "instruction": "instruction", "test": "test",
@@ -96,8 +100,11 @@ def load_items(
     fields: dict[str, str] | None = None,
     language: str = "python",
     limit: int | None = None,
+    seed: int | None = None,
 ) -> list[EditItem]:
-    """Read edits from a preset name or a JSONL path laid out as ``format``, with ``fields`` overriding names."""
+    """Read edits from a preset name or a JSONL path laid out as ``format``, with ``fields`` overriding names.
+
+    ``limit`` keeps the first items, or with ``seed`` the first of the items shuffled by that seed."""
     preset = PRESETS.get(source)
     path = data_dir() / preset.path if preset else Path(source)
     names = preset.fields if preset else FORMATS[format] | (fields or {})
@@ -115,12 +122,14 @@ def load_items(
                         after=_field(record, names["after"], required=True),
                         instruction=_instruction(record, source) if preset else _field(record, names["instruction"]),
                         language=preset.language if preset else language,
-                        test=_field(record, names.get("test", "")) if names.get("test") else "",
-                        context=_field(record, names.get("context", "")) if names.get("context") else "",
+                        test=_field(record, names["test"]) if names.get("test") else "",
+                        context=_field(record, names["context"]) if names.get("context") else "",
                     )
                 )
             except KeyError as error:
                 raise ValueError(f"{path}, line {number}: {error.args[0]}") from None
-            if limit is not None and len(items) >= limit:
+            if seed is None and limit is not None and len(items) >= limit:
                 break
-    return items
+    if seed is not None:
+        random.Random(seed).shuffle(items)
+    return items[:limit]

@@ -43,3 +43,10 @@ def test_presets_and_limit():
     items = load_items("humanevalfix-js", limit=3)
     assert len(items) == 3 and items[0].id == "JavaScript/0" and items[0].language == "javascript"
     assert items[0].instruction == "Fix bugs in hasCloseElements." and items[0].test
+
+
+def test_a_seed_shuffles_before_the_limit():
+    everything = [item.id for item in load_items("quixbugs", seed=3)]
+    assert sorted(everything) == sorted(item.id for item in load_items("quixbugs"))
+    assert everything != [item.id for item in load_items("quixbugs")]
+    assert [item.id for item in load_items("quixbugs", limit=5, seed=3)] == everything[:5]

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from strategies import programs
 from test_program import damaged_programs
 
+from copyedit_lsp.backend import Vocabulary
 from copyedit_lsp.grammar import digit_choices, grammar_template, instantiate, number_rule
 from copyedit_lsp.program import ProgramError, parse_program
 
@@ -21,32 +22,20 @@ class GbnfChecker:
     """Runs text through llama.cpp's own grammar sampler, token by token, with a model's vocabulary."""
 
     def __init__(self, model_path):
-        llama.llama_backend_init()
-        params = llama.llama_model_default_params()
-        params.vocab_only = True
-        self.model = llama.llama_model_load_from_file(str(model_path).encode(), params)
-        assert self.model, "the vocabulary did not load"
-        self.vocab = llama.llama_model_get_vocab(self.model)
+        self.vocabulary = Vocabulary(model_path)
+        self.vocab = self.vocabulary.vocab
         self.eos = llama.llama_vocab_eos(self.vocab)
 
     def sampler(self, gbnf: str):
         return llama.llama_sampler_init_grammar(self.vocab, gbnf.encode(), b"root")
 
     def tokenize(self, text: str) -> list[int]:
-        data = text.encode()
-        tokens = (llama.llama_token * (len(data) + 8))()
-        n = llama.llama_tokenize(self.vocab, data, len(data), tokens, len(tokens), False, True)
-        assert n >= 0
-        return list(tokens[:n])
+        return self.vocabulary.tokenize(text, special=True)
 
     def round_trips(self, text: str) -> bool:
         """Whether the vocabulary spells ``text`` exactly (a tokenizer may drop bytes it lacks) and
         ``text`` has no NUL (llama.cpp's grammar reads a NUL as the end of a token's text)."""
-        pieces = []
-        for token in self.tokenize(text):
-            buffer = ctypes.create_string_buffer(64)
-            n = llama.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, True)
-            pieces.append(buffer.raw[:n])
+        pieces = [self.vocabulary.piece(token) for token in self.tokenize(text)]
         return b"".join(pieces) == text.encode() and "\x00" not in text
 
     def accepts(self, gbnf: str, text: str) -> bool:

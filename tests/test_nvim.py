@@ -81,6 +81,15 @@ local function attached(bufnr)
   end)
 end
 
+-- edit a file, wait until the server has it, record its lines as obs.before; returns the buffer
+local function open(path)
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  local bufnr = vim.api.nvim_get_current_buf()
+  attached(bufnr)
+  obs.before = lines(bufnr)
+  return bufnr
+end
+
 -- wait for the edit's response, then record it and the buffer under obs[prefix .. 'result'|'err'|'after']
 local function record_edit(what, bufnr, prefix)
   prefix = prefix or ''
@@ -185,10 +194,7 @@ def test_copyedit_command_edits_the_function_under_the_cursor(tmp_path):
     cursor = ABOVE.count("\n") + 4  # 1-based: a line inside average_price
     body = f"""
 local function main()
-  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
-  local bufnr = vim.api.nvim_get_current_buf()
-  attached(bufnr)
-  obs.before = lines(bufnr)
+  local bufnr = open({lua_string(str(source))})
   vim.api.nvim_win_set_cursor(0, {{ {cursor}, 4 }})
   vim.cmd('CopyEdit Fix the bug in average_price: it must return the plain average.')
   record_edit('the edit', bufnr)
@@ -240,10 +246,7 @@ def test_instruction_comment_through_code_action(tmp_path):
     comment = COMMENTED.splitlines().index("# copyedit: rename x to value")
     body = f"""
 local function main()
-  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
-  local bufnr = vim.api.nvim_get_current_buf()
-  attached(bufnr)
-  obs.before = lines(bufnr)
+  local bufnr = open({lua_string(str(source))})
   vim.api.nvim_win_set_cursor(0, {{ {comment + 1}, 0 }})
   -- headless: no one to choose, so pick the instruction comment's action
   obs.titles = {{}}
@@ -294,10 +297,7 @@ def test_cancel_during_an_edit_leaves_the_buffer_unchanged(tmp_path):
     source.write_text(text)
     body = f"""
 local function main()
-  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
-  local bufnr = vim.api.nvim_get_current_buf()
-  attached(bufnr)
-  obs.before = lines(bufnr)
+  local bufnr = open({lua_string(str(source))})
   vim.cmd('%CopyEdit Add a docstring to every function that explains its parameters in detail.')
   wait('a progress report from the edit', function()
     local p = copyedit.last_progress
@@ -330,15 +330,12 @@ def test_missing_instructions_are_asked_for(tmp_path):
     source.write_text(text)
     body = f"""
 local function main()
-  vim.cmd('edit ' .. vim.fn.fnameescape({lua_string(str(source))}))
-  local bufnr = vim.api.nvim_get_current_buf()
-  attached(bufnr)
+  local bufnr = open({lua_string(str(source))})
   obs.prompts = {{}}
   vim.ui.input = function(opts, on_confirm)
     table.insert(obs.prompts, opts.prompt)
     on_confirm('Rename the variables to longer names.')
   end
-  obs.before = lines(bufnr)
   vim.cmd('2,3CopyEdit')
   record_edit('the range edit', bufnr, 'range_')
 

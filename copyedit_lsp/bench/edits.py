@@ -12,6 +12,7 @@ N / s(N) steps, where s is the measured kernel speedup curve (``copyedit bench k
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -212,8 +213,8 @@ def bound_table(result: dict, kernel: dict) -> dict[str, dict]:
     return table
 
 
-def format_tables(result: dict, bounds: dict[str, dict] | None = None) -> str:
-    """Markdown: one results table per set, then the bound table."""
+def format_tables(result: dict) -> str:
+    """Markdown: one results table per set, then the bound table (``result["bounds"]``, if any)."""
 
     def ratio(entry: dict) -> str:
         return f"{entry['speedup_median']:.2f}x" if "speedup_median" in entry else "-"
@@ -241,7 +242,7 @@ def format_tables(result: dict, bounds: dict[str, dict] | None = None) -> str:
                 f"items; {lookup['accepted_share']:.0%} of drafted tokens were accepted."
             )
         out.append("")
-    if bounds:
+    if bounds := result.get("bounds"):
         out += [
             "| set | items | copied share of output | bound (kernel s(N)) | bound if copies were free | measured forced |",
             "|---|---:|---:|---:|---:|---:|",
@@ -257,15 +258,13 @@ def format_tables(result: dict, bounds: dict[str, dict] | None = None) -> str:
 
 def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Path, Path, Path]:
     """``<stem>.json``, ``<stem>.md`` and ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
-    import json
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path, png_path = (out_dir / f"{stem}.{suffix}" for suffix in ("json", "md", "png"))
     json_path.write_text(json.dumps(result))
-    md_path.write_text(format_tables(result, result.get("bounds")) + "\n")
+    md_path.write_text(format_tables(result) + "\n")
     figure = Figure(figsize=(11, 4.2))
     FigureCanvasAgg(figure)
     quality, speed = figure.subplots(1, 2)
