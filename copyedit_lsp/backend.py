@@ -136,17 +136,19 @@ class Backend:
             self._C.llama_memory_seq_rm(self._memory, -1, length, -1)
             del self.cached[length:]
 
-    def eval(self, tokens: Sequence[int], *, all_logits: bool = False) -> np.ndarray:
+    def eval(self, tokens: Sequence[int], *, logits_from: int | None = None) -> np.ndarray:
         """Evaluate ``tokens`` after the cache in as few llama_decode calls as n_batch allows.
 
-        Returns the logits of the last token (shape ``(n_vocab,)``), or of every token
-        (``(len(tokens), n_vocab)``) with ``all_logits``.
+        Returns the logits of the last token (shape ``(n_vocab,)``), or with ``logits_from`` those
+        of every token from that index on (``(len(tokens) - logits_from, n_vocab)``): the output
+        layer runs only for the rows asked for.
         """
         if not tokens:
             raise BackendError("nothing to evaluate")
         if len(self.cached) + len(tokens) > self.n_ctx:
             raise BackendError(f"the context of {self.n_ctx} tokens is full")
         C = self._C
+        first = len(tokens) - 1 if logits_from is None else logits_from
         rows = []
         started = time.perf_counter()
         for offset in range(0, len(tokens), self.n_batch):
@@ -159,19 +161,18 @@ class Backend:
                 batch.pos[i] = base + i
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = 0
-                batch.logits[i] = all_logits or i == len(chunk) - 1
+                batch.logits[i] = offset + i >= first
             status = C.llama_decode(self._ctx, batch)
             if status != 0:
                 raise BackendError(f"llama_decode failed with status {status}")
             self.cached.extend(chunk)
             self.counters.calls += 1
-            wanted = range(len(chunk)) if all_logits else [len(chunk) - 1] if offset + self.n_batch >= len(tokens) else []
-            for i in wanted:
+            for i in range(max(first - offset, 0), len(chunk)):
                 pointer = C.llama_get_logits_ith(self._ctx, i)
                 rows.append(np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy())
         self.counters.tokens += len(tokens)
         self.counters.seconds += time.perf_counter() - started
-        return np.stack(rows) if all_logits else rows[-1]
+        return rows[-1] if logits_from is None else np.stack(rows)
 
     def snapshot(self) -> Snapshot:
         """The KV cache's contents, to :meth:`restore` later (a second cached prompt prefix)."""

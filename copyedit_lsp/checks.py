@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,13 @@ JS_ASSERT = (
     "};\n"
 )
 RUNNERS = {"python": ("py", [sys.executable, "-I"]), "javascript": ("js", ["node"])}
+
+
+def _die_with_parent() -> None:
+    """Linux: the test process is killed when the process that runs it dies (a killed benchmark
+    must not leave a looping test behind on the cores)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def program_under_test(item: EditItem, text: str) -> str:
@@ -38,7 +47,8 @@ def run_tests(item: EditItem, text: str, *, timeout: float = 10.0) -> bool | Non
         path.write_text(program_under_test(item, text), encoding="utf-8")
         try:
             done = subprocess.run(
-                [*command, str(path)], cwd=folder, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
+                [*command, str(path)], cwd=folder, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
             )
         except subprocess.TimeoutExpired:
             return False

@@ -26,13 +26,13 @@ def _pct(value: float) -> str:
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    from .datasets import FIELDS, FORMATS, PRESETS
+    from .datasets import FIELDS, FORMATS, PRESETS, WHOLE_FILES
 
     parser.add_argument(
         "sources",
         nargs="*",
         metavar="SOURCE",
-        help=f"a preset ({', '.join(PRESETS)}) or a JSONL path; default: every preset",
+        help=f"a preset ({', '.join([*PRESETS, *WHOLE_FILES])}) or a JSONL path; default: every preset",
     )
     parser.add_argument(
         "--format", choices=list(FORMATS), default="plain",
@@ -175,7 +175,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
         def progress(stats) -> None:
             bar.set_postfix(ops=stats.ops, copied=stats.spliced_tokens, refresh=False)
-            bar.update(stats.decode_steps - bar.n)
+            bar.update(stats.chosen_tokens - bar.n)
 
         result = decoder.edit(
             region,
@@ -344,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source_arguments(edits)
     _add_model_arguments(edits)
     edits.add_argument("--modes", default="program,program-none,rewrite,lookup,forced",
-                       help="comma-separated: program, program-none, rewrite, lookup, forced")
+                       help="comma-separated: program, program-none, rewrite, lookup, forced; program and forced "
+                            "also with one speedup off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain)")
     edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
     edits.add_argument("--ordered", action="store_true", help="program modes: a copy starts after the previous copy")
     edits.add_argument("--examples", choices=["default", "none", "extended"], default="default",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -51,6 +51,23 @@ PRESETS: dict[str, Preset] = {
         {"id": "name", "before": "buggy_program", "after": "solution", "test": "tests"},
     ),
 }
+
+
+# Whole-file sets built from a preset: each item's bug in a file of FILE_FUNCTIONS items' code.
+WHOLE_FILES = {"humanevalfix-python-files": "humanevalfix-python", "humanevalfix-js-files": "humanevalfix-js"}
+FILE_FUNCTIONS = 6
+
+
+def whole_files(items: list[EditItem], functions: int = FILE_FUNCTIONS) -> list[EditItem]:
+    """One whole-file edit per item: its buggy code among the fixed code of the next
+    ``functions - 1`` items (wrapping around), at position ``index % functions``; fixing it is the edit."""
+    files = []
+    for index, item in enumerate(items):
+        others = [items[(index + k) % len(items)].after.strip("\n") for k in range(1, functions)]
+        at = index % functions
+        parts = lambda code: "\n\n\n".join([*others[:at], code.strip("\n"), *others[at:]]) + "\n"
+        files.append(replace(item, id=f"{item.id}-file", before=parts(item.before), after=parts(item.after)))
+    return files
 
 
 def data_dir() -> Path:
@@ -104,7 +121,13 @@ def load_items(
 ) -> list[EditItem]:
     """Read edits from a preset name or a JSONL path laid out as ``format``, with ``fields`` overriding names.
 
-    ``limit`` keeps the first items, or with ``seed`` the first of the items shuffled by that seed."""
+    ``limit`` keeps the first items, or with ``seed`` the first of the items shuffled by that seed.
+    A :data:`WHOLE_FILES` name gives that preset's items as whole-file edits."""
+    if source in WHOLE_FILES:
+        items = whole_files(load_items(WHOLE_FILES[source]))
+        if seed is not None:
+            random.Random(seed).shuffle(items)
+        return items[:limit]
     preset = PRESETS.get(source)
     path = data_dir() / preset.path if preset else Path(source)
     names = preset.fields if preset else FORMATS[format] | (fields or {})

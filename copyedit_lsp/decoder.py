@@ -13,14 +13,19 @@ Modes (one model, one prompt family, one set of counters):
 * ``forced``: executes a given program at exactly the cost a perfect model would pay.
 
 Structural positions are constrained by a trie over the token sequences of the possible
-next pieces: where the trie branches the model chooses (one decode step, argmax over the
-branches); where it does not, tokens are forced and fed in one batch.  Pending tokens are
-evaluated only when logits are needed, so a chosen token, the forced piece after it and a
-splice share one llama_decode call.
+next pieces: where the trie branches the model chooses (argmax over the branches); where it
+does not, tokens are forced.  :class:`Speedups` make this cheap on a CPU, each lossless in
+exact arithmetic: forced tokens and splices wait until logits are needed, so a chosen token,
+the forced piece after it, a splice and the next op's opening share one llama_decode call;
+and guesses (the next op's tag, gen bodies drafted from the input) are verified in that same
+batch, with logits at every drafted position, so whatever the greedy decoder would have
+chosen anyway costs no step of its own.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -56,6 +61,7 @@ from .resolver import resolve
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
 PROGRESS_INTERVAL = 0.5  # seconds
+GEN_WINDOW = 32  # tokens: a gen body is drafted from input near where it last matched
 
 
 class DecodeError(RuntimeError):
@@ -76,8 +82,9 @@ class EditStats:
 
     mode: str = "program"
     splice: str = "prefill"
-    decode_steps: int = 0  # tokens the model chose (one step each)
-    forced_tokens: int = 0  # tokens fixed by the grammar, fed in batches
+    chosen_tokens: int = 0  # tokens the model chose
+    decode_steps: int = 0  # llama_decode calls that gave a choice its logits (no splice in them)
+    forced_tokens: int = 0  # tokens fixed by the grammar
     spliced_tokens: int = 0
     splice_calls: int = 0
     splice_spans: list[int] = field(default_factory=list)  # tokens of each spliced copy, in order
@@ -86,8 +93,8 @@ class EditStats:
     prefill_tokens: int = 0  # prompt tokens evaluated
     prefix_reused_tokens: int = 0  # prompt tokens reused from the KV cache
     ops: int = 0
-    drafted_tokens: int = 0  # lookup: tokens drafted from the original and verified in a batch
-    accepted_tokens: int = 0  # lookup: drafted tokens the model agreed with
+    drafted_tokens: int = 0  # tokens guessed ahead (ops, gen bodies, lookup) and verified in a batch
+    accepted_tokens: int = 0  # drafted tokens the decoder then forced or chose
     output_tokens: int = 0  # tokens of the edited region as the model would write it in full
     constraint_seconds: float = 0.0  # time spent computing masks and picking among candidates
     prefill_seconds: float = 0.0
@@ -112,6 +119,30 @@ class EditResult:
     text: str
     stats: EditStats
     tokens: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Speedups:
+    """The decoder's CPU optimisations, each lossless in exact arithmetic and on by default.
+
+    * ``force``: tokens the grammar leaves no choice about cost no decode step of their own;
+    * ``merge``: forced pieces, a copy's spliced lines and what follows them up to the next
+      choice are evaluated in one batch (off: each piece and each splice on its own);
+    * ``draft_tags``: the next op's tag is guessed (after a gen, a copy from the line after what
+      it rewrote to the end; after a copy, a gen) and verified in the same batch, so the op, its
+      digits and the splice before it can cost one llama_decode call;
+    * ``draft_gens``: gen bodies are drafted from the input by prompt lookup and verified in batches.
+
+    A guess is only ever kept where the greedy decoder makes the same choice.
+    """
+
+    force: bool = True
+    merge: bool = True
+    draft_tags: bool = True
+    draft_gens: bool = True
+
+
+NO_SPEEDUPS = Speedups(force=False, merge=False, draft_tags=False, draft_gens=False)
 
 
 class _Trie:
@@ -143,7 +174,14 @@ class _Trie:
 
 
 class _Run:
-    """The state of one edit: pending tokens, logits, counters, the stop flag."""
+    """The state of one edit: pending tokens, drafted tokens ahead, logits, counters, the stop flag.
+
+    The current position is the end of the cache plus the pending tokens, which are evaluated
+    only when logits are needed.  A draft is evaluated at once with logits at every drafted
+    position and stays in the cache *ahead* of the current position: each token the decoder
+    then forces or chooses either matches the draft's next token (its logits are already
+    there: no step) or replaces the rest of the draft, which leaves the cache.
+    """
 
     def __init__(
         self,
@@ -151,6 +189,7 @@ class _Run:
         stats: EditStats,
         *,
         stop: Callable[[], bool] | None,
+        force: bool,
         merge: bool,
         on_progress: Callable[[EditStats], None] | None = None,
     ):
@@ -159,11 +198,14 @@ class _Run:
         self.reported = time.perf_counter()
         self.stats = stats
         self.stop = stop
+        self.free_forced = force
         self.merge = merge
         self.pending: list[int] = []
         self.pending_splice = 0  # how many pending tokens are spliced text
-        self.logits: np.ndarray | None = None
-        self.budget = 0  # decode steps this edit may take
+        self.logits: np.ndarray | None = None  # after the last cached token, valid when nothing is pending
+        self.ahead: list[int] = []  # drafted tokens in the cache past the current position
+        self.ahead_logits: list[np.ndarray] = []  # the logits after each of them
+        self.budget = 0  # tokens this edit may choose
 
     def check_stop(self) -> None:
         if self.stop is not None and self.stop():
@@ -179,33 +221,73 @@ class _Run:
         self.stats.eval_calls += self.backend.counters.calls - calls
         self.stats.prefill_seconds += time.perf_counter() - started
 
-    def _push(self, tokens: Sequence[int], *, splice: bool = False) -> None:
-        if not self.merge and self.pending:
-            self.flush()
-        self.pending.extend(tokens)
-        if splice:
-            self.pending_splice += len(tokens)
+    def _take(self, token: int) -> None:
+        """Put ``token`` at the current position: the draft's next token, or a pending one."""
+        if self.ahead:
+            if self.ahead[0] == token:
+                self.ahead.pop(0)
+                self.logits = self.ahead_logits.pop(0)
+                self.stats.accepted_tokens += 1
+                return
+            self._drop_draft()
+        self.pending.append(token)
+
+    def _drop_draft(self) -> None:
+        self.backend.truncate(len(self.backend.cached) - len(self.ahead))
+        self.ahead, self.ahead_logits = [], []
 
     def force(self, tokens: Sequence[int]) -> None:
+        """Tokens the grammar leaves no choice about: fed with the next evaluation (``force``), or
+        each at the cost of a step; with ``merge`` off, a piece is evaluated on its own."""
         self.stats.forced_tokens += len(tokens)
-        self._push(tokens)
+        if not self.merge:
+            self.flush()
+        for token in tokens:
+            if not self.free_forced:
+                self.flush()
+            self._take(token)
 
     def splice(self, tokens: Sequence[int]) -> None:
+        """A closed copy's lines: evaluated in one batch with what is pending around them."""
         self.stats.spliced_tokens += len(tokens)
         self.stats.splice_calls += 1
         self.stats.splice_spans.append(len(tokens))
-        self._push(tokens, splice=True)
-        self.flush()  # evaluated now, in one batch with what is pending before it
+        if not self.merge:
+            self.flush()
+        before = len(self.pending)
+        for token in tokens:
+            self._take(token)
+        self.pending_splice += len(self.pending) - before
+        if not self.merge:
+            self.flush()
 
     def flush(self) -> None:
-        if not self.pending:
-            return
+        """Evaluate the pending tokens (a decode step, or a splice when they hold copied lines)."""
+        if self.pending:
+            self._eval(())
+
+    def draft(self, tokens: Sequence[int]) -> None:
+        """Evaluate the pending tokens and a guess of what follows them in one batch, with logits at
+        every drafted position (nothing happens while an earlier draft is still ahead)."""
+        tokens = list(tokens[: max(self.room(), 0)])
+        if tokens and not self.ahead:
+            self.stats.drafted_tokens += len(tokens)
+            self._eval(tokens)
+
+    def _eval(self, draft: Sequence[int]) -> None:
         self.check_stop()
+        if not self.pending and self.logits is None:  # the last token was taken back: evaluate it again
+            self.pending = [self.backend.cached[-1]]
+            self.backend.truncate(len(self.backend.cached) - 1)
+        tokens = [*self.pending, *draft]
+        if len(self.backend.cached) + len(tokens) > self.backend.n_ctx:
+            raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
         started = time.perf_counter()
         calls = self.backend.counters.calls
-        if len(self.backend.cached) + len(self.pending) > self.backend.n_ctx:
-            raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
-        self.logits = self.backend.eval(self.pending)
+        rows = list(self.backend.eval(tokens, logits_from=max(len(self.pending) - 1, 0)))
+        if self.pending:
+            self.logits = rows.pop(0)
+        self.ahead, self.ahead_logits = list(draft), rows
         used = self.backend.counters.calls - calls
         self.stats.eval_calls += used
         elapsed = time.perf_counter() - started
@@ -214,16 +296,34 @@ class _Run:
             self.stats.splice_eval_calls.append(used)
         else:
             self.stats.decode_seconds += elapsed
+            self.stats.decode_steps += used
         self.pending = []
         self.pending_splice = 0
 
+    def retract(self) -> None:
+        """Take back the last token put at the current position."""
+        if self.pending:
+            self.pending.pop()
+        else:
+            self._drop_draft()
+            self.backend.truncate(len(self.backend.cached) - 1)
+            self.logits = None
+
+    def answer(self, start: int) -> tuple[int, ...]:
+        """The tokens from ``start`` to the current position; a draft left over leaves the cache.
+        The last pending tokens are never evaluated: no choice follows them."""
+        self._drop_draft()
+        return (*self.backend.cached[start:], *self.pending)
+
     def room(self) -> int:
         """Tokens the context can still take, less a reserve to close the program."""
-        return self.backend.n_ctx - len(self.backend.cached) - len(self.pending) - 32
+        return self.backend.n_ctx - (len(self.backend.cached) - len(self.ahead)) - len(self.pending) - 32
 
     def choose(self, candidates: Sequence[int] | None, wanted: int | None = None) -> int:
-        """One decode step: the greedy token among ``candidates`` (all when None), or ``wanted``."""
-        self.flush()
+        """The greedy token among ``candidates`` (all when None), or ``wanted``; it costs a decode
+        step unless a draft already holds this position's logits."""
+        if self.pending or self.logits is None:
+            self._eval(())
         started = time.perf_counter()
         if wanted is not None:
             token = wanted
@@ -233,42 +333,11 @@ class _Run:
             token = int(candidates[int(np.argmax(self.logits[list(candidates)]))])
         if candidates is not None:
             self.stats.constraint_seconds += time.perf_counter() - started
-        self.stats.decode_steps += 1
-        self.pending.append(token)
+        self.stats.chosen_tokens += 1
+        self._take(token)
         if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
             self.report()
         return token
-
-    def verify(self, draft: Sequence[int]) -> list[int]:
-        """One decode step over the pending tokens and a draft, with logits at every drafted position.
-
-        Keeps the longest prefix of ``draft`` the greedy model agrees with, plus the model's own
-        next token; returns them.  Rejected tokens leave the KV cache; the last token is pending.
-        """
-        self.check_stop()
-        if len(self.backend.cached) + len(self.pending) + len(draft) > self.backend.n_ctx:
-            raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
-        started = time.perf_counter()
-        calls = self.backend.counters.calls
-        pending = len(self.pending)
-        rows = self.backend.eval([*self.pending, *draft], all_logits=True)
-        predictions = np.argmax(rows[max(pending - 1, 0) :], axis=1)
-        if not pending:
-            predictions = np.concatenate([[np.argmax(self.logits)], predictions])
-        accepted = 0
-        while accepted < len(draft) and predictions[accepted] == draft[accepted]:
-            accepted += 1
-        self.backend.truncate(len(self.backend.cached) - (len(draft) - accepted))
-        self.stats.eval_calls += self.backend.counters.calls - calls
-        self.stats.decode_seconds += time.perf_counter() - started
-        self.stats.decode_steps += 1
-        self.stats.drafted_tokens += len(draft)
-        self.stats.accepted_tokens += accepted
-        self.pending = [int(predictions[accepted])]
-        self.logits = None
-        if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
-            self.report()
-        return [*draft[:accepted], self.pending[0]]
 
     def report(self) -> None:
         """Tell the caller how far the edit is (after each op, and at least every PROGRESS_INTERVAL)."""
@@ -304,6 +373,7 @@ class Decoder:
         self.dash = tokenize("-")
         self.copy_close = tokenize(COPY_CLOSE)
         self.newline = tokenize("\n")
+        self.gen_close = tokenize(GEN_CLOSE)
 
     @classmethod
     def load(
@@ -331,7 +401,7 @@ class Decoder:
         splice: str = "prefill",
         language: str = "",
         program: Program | None = None,
-        merge: bool = True,
+        speedups: Speedups = Speedups(),
         ordered: bool = False,
         examples: str = "default",
         stop: Callable[[], bool] | None = None,
@@ -339,8 +409,9 @@ class Decoder:
     ) -> EditResult:
         """Edit ``source`` by ``instruction``; ``program`` is the script of ``forced`` mode.
 
-        ``ordered`` makes every copy start after the previous copy's last line; ``examples``
-        names the prompt's few-shot set (:data:`EXAMPLE_SETS`).
+        ``speedups`` picks the CPU optimisations (all on by default); ``ordered`` makes every copy
+        start after the previous copy's last line; ``examples`` names the prompt's few-shot set
+        (:data:`EXAMPLE_SETS`).
         """
         if mode not in MODES or splice not in SPLICES or examples not in EXAMPLE_SETS:
             raise ValueError(f"mode must be one of {MODES}, splice one of {SPLICES}, examples one of {tuple(EXAMPLE_SETS)}")
@@ -348,12 +419,12 @@ class Decoder:
             raise ValueError("forced mode, and only forced mode, takes a program")
         started = time.perf_counter()
         stats = EditStats(mode=mode, splice=splice)
-        run = _Run(self.backend, stats, stop=stop, merge=merge, on_progress=on_progress)
+        run = _Run(self.backend, stats, stop=stop, force=speedups.force, merge=speedups.merge, on_progress=on_progress)
         prompt = self.prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
         if mode in ("rewrite", "lookup"):
             result = self._rewrite(run, prompt, source, lookup=mode == "lookup")
         else:
-            result = self._program(run, prompt, source, splice, program, ordered)
+            result = self._program(run, prompt, source, splice, program, ordered, speedups)
         stats.total_seconds = time.perf_counter() - started
         return result
 
@@ -376,7 +447,7 @@ class Decoder:
         return self.backend.tokenize(text, special=True)
 
     def _out_of_budget(self, run: _Run) -> bool:
-        return run.stats.decode_steps >= run.budget or run.room() <= 0
+        return run.stats.chosen_tokens >= run.budget or run.room() <= 0
 
     def _check_fits(self, run: _Run, prompt: list[int], source_tokens: int) -> None:
         """Fail before decoding when the prompt and text cannot fit; set the edit's token budget."""
@@ -397,12 +468,14 @@ class Decoder:
         splice: str,
         target: Program | None,
         ordered: bool,
+        speedups: Speedups,
     ) -> EditResult:
         view = SourceView.of(source)
         n = len(view.lines)
         if target is not None:
             target.validate(n)
-        self._check_fits(run, prompt, len(self.backend.tokenize("".join(view.lines))))
+        drafter = _Drafter(self, view)
+        self._check_fits(run, prompt, len(drafter.lookup.original))
         if target is not None:  # a script is as long as it is
             run.budget = self.max_new_tokens
         run.prefill(prompt)
@@ -414,6 +487,8 @@ class Decoder:
             if self._out_of_budget(run):
                 run.force(self.op_pieces["end"])
                 break
+            if speedups.draft_tags:
+                run.draft(drafter.next_op(ops[-1] if ops else None, with_body=speedups.draft_gens))
             kind = tries[first <= n].walk(run, None if target is None else "end" if goal is None else type(goal).__name__.lower())
             if kind == "end":
                 break
@@ -424,19 +499,21 @@ class Decoder:
                 if splice == "prefill":
                     run.splice(self.backend.tokenize(view.span(start, end)))
                 ops.append(Copy(start, end))
+                drafter.line = end + 1
             else:
-                text, ended = self._gen_body(run, goal.text if goal else None)
+                text, ended = self._gen_body(run, goal.text if goal else None, drafter, speedups)
                 if text:
                     ops.append(Gen(text))
+                drafter.line = drafter.resume_line(text)
                 if ended:
                     break
             run.stats.ops = len(ops)
             run.report()
-        run.flush()
+        tokens = run.answer(len(prompt))
         program = Program(tuple(_whole_lines(ops, _newline_of(source))))
         text = resolve(program, source)
         run.stats.output_tokens = len(self.backend.tokenize(text)) if text else 0
-        return EditResult(program, text, run.stats, tuple(self.backend.cached[len(prompt) :]))
+        return EditResult(program, text, run.stats, tokens)
 
     def _number(self, run: _Run, lo: int, hi: int, terminator: list[int], goal: int | None) -> int:
         """Write a number in [lo, hi] digit by digit, then the terminator; return the number."""
@@ -462,17 +539,24 @@ class Decoder:
                 return int(prefix)
             prefix += options[token]
 
-    def _gen_body(self, run: _Run, goal: str | None) -> tuple[str, bool]:
-        """Decode a gen body freely until ``</gen>``; return it and whether the model ended its turn."""
-        script = iter(self.backend.tokenize(as_model_sees(goal) + "</gen>")) if goal is not None else None
+    def _gen_body(self, run: _Run, goal: str | None, drafter: _Drafter, speedups: Speedups) -> tuple[str, bool]:
+        """Decode a gen body freely until ``</gen>``; return it and whether the model ended its turn.
+
+        Drafts come from :meth:`_Drafter.in_gen`."""
+        script = iter(self.backend.tokenize(as_model_sees(goal) + GEN_CLOSE)) if goal is not None else None
         body = b""
+        written: list[int] = []
+        drafter.lookup.restart(drafter.token_of_line(drafter.line))
         for _ in range(self.max_gen_tokens):
             if self._out_of_budget(run):
                 break
+            if not run.ahead:
+                run.draft(drafter.in_gen(written, body, run.room(), speedups))
             token = run.choose(None, next(script) if script is not None else None)
             if self.backend.is_end_of_generation(token):
-                run.pending.pop()  # the end of the turn never enters the cache
+                run.retract()  # the end of the turn never enters the cache
                 return _decode_body(body), True
+            written.append(token)
             started = time.perf_counter()  # watching for the end of the gen is part of the constraint
             piece = self.backend.piece(token)
             body += piece
@@ -483,7 +567,7 @@ class Decoder:
                 if not rest:
                     run.force(self.newline)
                 elif rest != b"\n":
-                    run.pending.pop()
+                    run.retract()
                     kept = piece[: len(piece) - len(rest)].decode("utf-8", errors="ignore")
                     run.force(self.backend.tokenize(kept + "\n"))
                 return _decode_body(body[:close]), False
@@ -498,23 +582,20 @@ class Decoder:
         run.prefill(prompt)
         out = b""
         written: list[int] = []
-        lookup_drafts = _Lookup(original, self.draft_ngram, self.draft_tokens) if lookup else None
-        done = False
-        while not done and len(written) < run.budget and run.room() > 0:
-            room = min(run.budget - len(written), run.room()) - 1
-            draft = lookup_drafts.draft(written, room) if lookup_drafts else []
-            for token in run.verify(draft) if draft else [run.choose(None)]:
-                if len(written) >= run.budget or self.backend.is_end_of_generation(token):
-                    done = True
-                    break
-                written.append(token)
-                out += self.backend.piece(token)
-                fence = (b"\n" + out).find(b"\n```")
-                if fence >= 0:
-                    out = out[:fence]
-                    done = True
-                    break
-        run.flush()
+        drafts = _Lookup(original, self.draft_ngram, self.draft_tokens) if lookup else None
+        while len(written) < run.budget and run.room() > 0:
+            if drafts:
+                run.draft(drafts.draft(written, min(run.budget - len(written), run.room()) - 1))
+            token = run.choose(None)
+            if self.backend.is_end_of_generation(token):
+                break
+            written.append(token)
+            out += self.backend.piece(token)
+            fence = (b"\n" + out).find(b"\n```")
+            if fence >= 0:
+                out = out[:fence]
+                break
+        run.answer(len(prompt))
         text = out.decode("utf-8", errors="replace")
         if not source.endswith(("\n", "\r")) and text.endswith("\n"):
             text = text[:-1]
@@ -524,30 +605,115 @@ class Decoder:
 
 
 class _Lookup:
-    """Prompt-lookup drafts: the original's tokens that followed the output's last n-gram."""
+    """Prompt-lookup drafts: the input's tokens that followed the output's last n-gram."""
 
-    def __init__(self, original: list[int], longest: int, draft_tokens: int):
+    def __init__(self, original: list[int], longest: int, draft_tokens: int, window: int | None = None):
         self.original = original
+        self.window = window  # how far from the cursor a match may be (None: anywhere)
         self.longest = longest
         self.draft_tokens = draft_tokens
-        self.cursor = 0  # where the last match ended: the output usually moves forward through the original
+        self.cursor = 0  # where the last match ended: the output usually moves forward through the input
         self.starts: dict[tuple[int, ...], list[int]] = {}
         for n in range(1, longest + 1):
             for start in range(len(original) - n):
                 self.starts.setdefault(tuple(original[start : start + n]), []).append(start)
 
+    def restart(self, cursor: int) -> None:
+        """Start a new output, whose first draft is the input from ``cursor`` on."""
+        self.cursor = cursor
+
     def draft(self, written: list[int], room: int) -> list[int]:
         """Up to ``min(draft_tokens, room)`` tokens; the longest n-gram wins, then the match nearest the cursor."""
         limit = min(self.draft_tokens, room)
-        if not written:  # an edit starts where the original starts
-            return self.original[:limit]
+        if not written:
+            return self.original[self.cursor : self.cursor + limit]
         for n in range(min(self.longest, len(written)), 0, -1) if limit > 0 else ():
-            starts = self.starts.get(tuple(written[-n:]))
+            starts = self.starts.get(tuple(written[-n:]), [])
+            if self.window is not None:
+                starts = [s for s in starts if abs(s + n - self.cursor) <= self.window]
             if starts:
                 start = next((s for s in starts if s + n >= self.cursor), starts[0])
                 self.cursor = start + n
                 return self.original[self.cursor : self.cursor + limit]
         return []
+
+
+class _Drafter:
+    """Guesses of a program's next tokens: the next op's tag, and (by :class:`_Lookup`) gen bodies."""
+
+    def __init__(self, decoder: Decoder, view: SourceView):
+        self.decoder = decoder
+        self.view = view
+        self.line = 1  # the first input line the program has not yet copied or rewritten
+        self.lookup = _Lookup(
+            decoder.backend.tokenize("".join(view.lines)), decoder.draft_ngram, decoder.draft_tokens, window=GEN_WINDOW
+        )
+        offsets = list(itertools.accumulate((len(decoder.backend.piece(t)) for t in self.lookup.original), initial=0))
+        lines = itertools.accumulate((len(line.encode()) for line in view.lines), initial=0)
+        self.line_tokens = [bisect.bisect_left(offsets, offset) for offset in lines]
+        self.line_ends = {t for t in set(self.lookup.original) if b"\n" in decoder.backend.piece(t)}
+        self.input_lines = set(view.lines)
+
+    def token_of_line(self, line: int) -> int:
+        """The index of the first input token at or after the start of ``line``."""
+        return self.line_tokens[min(line, len(self.view.lines) + 1) - 1]
+
+    def next_op(self, last: Op | None, *, with_body: bool) -> list[int]:
+        """After a copy, a gen (and the start of its body); else a copy from the current line to the end."""
+        decoder = self.decoder
+        if not isinstance(last, Copy):
+            return self.copy_tag(self.line)
+        if self.line > len(self.view.lines):
+            return []
+        if not with_body:
+            return decoder.op_pieces["gen"]
+        self.lookup.restart(self.token_of_line(self.line))
+        draft = self.lookup.draft([], decoder.draft_tokens)
+        end = next((i for i, token in enumerate(draft) if token in self.line_ends), len(draft) - 1)
+        return [*decoder.op_pieces["gen"], *draft[: end + 1]]
+
+    def in_gen(self, written: list[int], body: bytes, room: int, speedups: Speedups) -> list[int]:
+        """The draft inside a gen body: with ``draft_tags``, the end of the gen and the copy after it
+        once the body reads ``</`` or has just ended a line that is not an input line (a rewritten
+        line: minimal programs go back to copying); with ``draft_gens``, the input by prompt lookup,
+        to the end of its line unless the body's last line was an input line."""
+        close = self.decoder.gen_close
+        if speedups.draft_tags and written and written[-1] == close[0]:
+            text = _decode_body(body[: -len(self.decoder.backend.piece(close[0]))])
+            return [*close[1:], *self.copy_tag(self.resume_line(text))]
+        if speedups.draft_tags and body.endswith(b"\n") and self._rewritten(body):
+            return [*close, *self.copy_tag(self.resume_line(_decode_body(body)))]
+        if not speedups.draft_gens:
+            return []
+        draft = self.lookup.draft(written, room)
+        if b"\n" in body and not self._rewritten(body[: body.rindex(b"\n") + 1]):
+            return draft  # the body is copying input lines out: draft across lines
+        end = next((i for i, token in enumerate(draft) if token in self.line_ends), len(draft) - 1)
+        return draft[: end + 1]
+
+    def _rewritten(self, body: bytes) -> bool:
+        last = body[: -1].rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace") + "\n"
+        return last not in self.input_lines
+
+    def copy_tag(self, start: int) -> list[int]:
+        """``<copy lines="start-N"/>``, N the last line (nothing when ``start`` is past it)."""
+        n = len(self.view.lines)
+        if not 1 <= start <= n:
+            return []
+        d = self.decoder
+        return [*d.op_pieces["copy"], *(d.digit_token[c] for c in str(start)), *d.dash,
+                *(d.digit_token[c] for c in str(n)), *d.copy_close]
+
+    def resume_line(self, text: str) -> int:
+        """The input line after what a gen body of ``text`` (written from :attr:`line`) replaced:
+        after the nearest input line equal to the body's last line, else as many lines on."""
+        lines = as_model_sees(text).splitlines()
+        expected = self.line + len(lines)
+        if not lines:
+            return self.line
+        last = lines[-1].strip()
+        same = [k for k in range(self.line, len(self.view.lines) + 1) if self.view.lines[k - 1].strip() == last]
+        return min(same, key=lambda k: abs(k + 1 - expected)) + 1 if same else expected
 
 
 def _decode_body(body: bytes) -> str:

@@ -217,8 +217,8 @@ class _Progress:
 
     def report_stats(self, stats: EditStats) -> None:
         """Live figures from the decoder's thread: ops so far, copied vs generated tokens, tokens/s."""
-        rate = (stats.decode_steps + stats.spliced_tokens) / max(time.perf_counter() - self.started, 1e-3)
-        message = f"{stats.ops} ops, {stats.spliced_tokens} copied / {stats.decode_steps} generated tokens, {rate:.0f} output tok/s"
+        rate = (stats.chosen_tokens + stats.spliced_tokens) / max(time.perf_counter() - self.started, 1e-3)
+        message = f"{stats.ops} ops, {stats.spliced_tokens} copied / {stats.chosen_tokens} generated tokens, {rate:.0f} output tok/s"
         self.loop.call_soon_threadsafe(self.report, message)
 
     def end(self, message: str) -> None:
@@ -237,6 +237,7 @@ def _request_stop(ls: CopyeditServer) -> tuple[object, threading.Event]:
 def _summary(stats: EditStats) -> dict:
     return {
         "ops": stats.ops,
+        "generatedTokens": stats.chosen_tokens,
         "decodeSteps": stats.decode_steps,
         "splicedTokens": stats.spliced_tokens,
         "outputTokens": stats.output_tokens,

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from copyedit_lsp.backend import Backend
-from copyedit_lsp.bench.edits import MODES, bound_table, edits_benchmark, kernel_curve, summarize, write_outputs
+from copyedit_lsp.bench.edits import BASE_MODES, bound_table, edits_benchmark, kernel_curve, summarize, write_outputs
 from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 
@@ -14,7 +14,7 @@ KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"
 
 
 def row(item, mode, seconds, **extra):
-    base = {"id": item, "mode": mode, "seconds": seconds, "exact": False, "passed": None, "decode_steps": 10,
+    base = {"id": item, "mode": mode, "seconds": seconds, "exact": False, "passed": None, "decode_steps": 10, "chosen_tokens": 10,
             "output_tokens": 40, "spliced_tokens": 0, "splice_spans": [], "drafted_tokens": 0, "accepted_tokens": 0,
             "tokens": [1, 2]}
     return base | extra
@@ -36,12 +36,13 @@ def test_summary_ratios_are_per_item_over_rewrite():
     summary = summarize(rows, ["rewrite", "lookup"])
     assert summary["rewrite"]["speedup_median"] == 1.0
     assert summary["lookup"]["speedup_median"] == 2.5  # median of 2x and 3x
-    assert summary["lookup"]["same_tokens_as_rewrite"] == 1 and summary["lookup"]["accepted_share"] == 0.75
+    assert summary["lookup"]["reference"] == "rewrite" and summary["lookup"]["same_tokens"] == 1
+    assert summary["lookup"]["accepted_share"] == 0.75 and "accepted_share" not in summary["rewrite"]
     assert (summary["rewrite"]["exact"], summary["rewrite"]["passed"], summary["rewrite"]["tested"]) == (1, 1, 2)
 
 
 def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
-    forced = row("a", "forced", 1.0, decode_steps=10, output_tokens=100, splice_spans=[16, 16], parses=True,
+    forced = row("a", "forced", 1.0, decode_steps=3, chosen_tokens=10, output_tokens=100, splice_spans=[16, 16], parses=True,
                  one_call_per_splice=True, constraint_share=0.0)
     rows = [row("a", "rewrite", 2.0), forced]
     result = {"sets": {"set": {"rows": rows, "summary": summarize(rows, ["rewrite", "forced"])}}}
@@ -55,25 +56,29 @@ def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
 def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
     decoder = Decoder(Backend(tiny_model_path, n_ctx=4096, n_threads=2))
     sets = {"py": load_items("humanevalfix-python", limit=2), "quixbugs": load_items("quixbugs", limit=1)}
-    result = edits_benchmark(decoder, sets, progress=False)
+    modes = [*BASE_MODES, "forced-plain"]
+    result = edits_benchmark(decoder, sets, modes=modes, progress=False)
     result["bounds"] = bound_table(result, KERNEL)
     for name, items in sets.items():
         rows = result["sets"][name]["rows"]
-        assert [(r["id"], r["mode"]) for r in rows] == [(i.id, m) for i in items for m in MODES]  # interleaved
+        assert [(r["id"], r["mode"]) for r in rows] == [(i.id, m) for i in items for m in modes]  # interleaved
         forced = [r for r in rows if r["mode"] == "forced"]
         assert all(r["exact"] and r["passed"] and r["parses"] and r["one_call_per_splice"] for r in forced)
         summary = result["sets"][name]["summary"]
         assert summary["forced"]["exact"] == len(items) and summary["rewrite"]["speedup_median"] == 1.0
-        assert all(r["spliced_tokens"] == 0 for r in rows if r["mode"] != "program" and r["mode"] != "forced")
+        assert all(r["spliced_tokens"] == 0 for r in rows if r["mode"] in ("program-none", "rewrite", "lookup"))
+        # a script's tokens do not depend on the speedups; what they cost does
+        assert summary["forced-plain"]["reference"] == "forced" and summary["forced-plain"]["same_tokens"] == len(items)
+        assert summary["forced"]["decode_steps"] < summary["forced-plain"]["decode_steps"]
         assert math.isfinite(result["bounds"][name]["bound_median"])
     # each mode's fixed prefix was warm before its edit was timed, and nothing more: every edit evaluated
     # its item's own tokens (lookup follows rewrite with the same prompt and must not reuse it)
-    for item, rows in zip(sets["py"], (result["sets"]["py"]["rows"][:len(MODES)], result["sets"]["py"]["rows"][len(MODES):])):
+    for item, rows in zip(sets["py"], (result["sets"]["py"]["rows"][:len(modes)], result["sets"]["py"]["rows"][len(modes):])):
         code = len(decoder.backend.tokenize(item.before))
         prompt = decoder.prompt(item.before, item.instruction, mode="rewrite", language="python")
         assert all(code < r["prefill_tokens"] < code + 40 + 4 * item.before.count("\n") < len(prompt) for r in rows)
     paths = write_outputs(result, tmp_path)
     assert all(path.stat().st_size > 0 for path in paths)
-    assert json.loads(paths[0].read_text())["modes"] == list(MODES)
+    assert json.loads(paths[0].read_text())["modes"] == modes
     assert "| forced | 2/2 |" in paths[1].read_text()
     decoder.backend.close()

@@ -35,6 +35,8 @@ def test_rows_in_order_with_consistent_positive_numbers(run):
         assert row["decode_tok_s"] == pytest.approx(row["span"] / row["decode_s"])
         assert row["splice_tok_s"] == pytest.approx(row["span"] / row["splice_s"])
         assert row["decode_spread"] >= 1 and row["splice_spread"] >= 1
+        assert row["merge_saving"] == pytest.approx(row["unmerged_s"] / row["splice_s"])
+        assert row["verify_speedup"] == pytest.approx(row["decode_s"] / row["verify_s"])
     assert result["prefix_tokens"] == PREFIX and result["n_threads"] == 2
     assert result["ceiling"] > 0
     assert result["speedup_at_max"] == result["rows"][-1]["speedup"]
@@ -44,8 +46,10 @@ def test_rows_in_order_with_consistent_positive_numbers(run):
 def test_cache_back_to_prefix_and_one_call_per_decoded_token(run):
     backend, calls, _ = run
     assert len(backend.cached) == PREFIX
-    # one prefix call, then per trial (warm-up included) one call per decoded token plus one per splice
-    assert calls == 1 + (TRIALS + 1) * (sum(SPANS) + len(SPANS))
+    # one prefix call, then per trial (warm-up included) one call per decoded token, one per splice,
+    # two per unmerged span (one for a span of one token) and one per verified span
+    unmerged = sum(2 if span > 1 else 1 for span in SPANS)
+    assert calls == 1 + (TRIALS + 1) * (sum(SPANS) + len(SPANS) + unmerged + len(SPANS))
 
 
 def test_format_table_lists_every_span_and_the_ceiling(run):

@@ -1,6 +1,11 @@
 """Running an item's tests: Python with this interpreter, JavaScript with node; failures, crashes, timeouts."""
 
+import os
 import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +46,30 @@ def test_no_tests_or_no_runner_gives_none(monkeypatch):
     assert run_tests(EditItem("rust", "", "", "", language="rust", test="assert!(true);"), "") is None
     monkeypatch.setattr(checks.shutil, "which", lambda name: None)
     assert run_tests(EditItem("js", "", "", "", language="javascript", test="1"), "") is None
+
+
+def test_a_test_process_dies_with_the_process_that_runs_it(tmp_path):
+    """A benchmark killed mid-test leaves no looping test behind."""
+    marker = tmp_path / "pid"
+    test = f"import os\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n"
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from copyedit_lsp.checks import run_tests\n"
+        "from copyedit_lsp.datasets import EditItem\n"
+        f"run_tests(EditItem('x', '', '', '', test={test!r}), 'pass', timeout=60)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", script, str(Path(__file__).parents[1])])
+    for _ in range(200):
+        if marker.exists() and marker.read_text():
+            break
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    runner.kill()
+    runner.wait()
+    for _ in range(100):
+        if not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("the test process outlived its runner")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from copyedit_lsp.datasets import load_items
+from copyedit_lsp.datasets import FILE_FUNCTIONS, load_items
 
 
 def write(path, records):
@@ -50,3 +50,18 @@ def test_a_seed_shuffles_before_the_limit():
     assert sorted(everything) == sorted(item.id for item in load_items("quixbugs"))
     assert everything != [item.id for item in load_items("quixbugs")]
     assert [item.id for item in load_items("quixbugs", limit=5, seed=3)] == everything[:5]
+
+
+@pytest.mark.parametrize("name, preset", [("humanevalfix-python-files", "humanevalfix-python"),
+                                          ("humanevalfix-js-files", "humanevalfix-js")])
+def test_whole_file_sets_hold_one_bug_among_fixed_functions(name, preset):
+    items, files = load_items(preset), load_items(name)
+    assert len(files) == len(items)
+    for k, (item, file) in enumerate(zip(items[:12], files[:12])):
+        bug, fix = item.before.strip("\n"), item.after.strip("\n")
+        others = [items[k + i].after.strip("\n") for i in range(1, FILE_FUNCTIONS)]
+        assert file.id == f"{item.id}-file" and file.test == item.test and file.language == item.language
+        assert file.after == file.before.replace(bug, fix, 1) != file.before
+        assert all(other in file.before for other in others)
+        assert sum(other in file.before[: file.before.index(bug)] for other in others) == k % FILE_FUNCTIONS
+    assert [f.id for f in load_items(name, limit=4, seed=3)] != [f.id for f in files[:4]]

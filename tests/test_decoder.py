@@ -1,14 +1,26 @@
 """The decoder on real models: the grammar holds, copies are spliced in one batch, forced mode is exact."""
 
+import itertools
+
 import numpy as np
 import pytest
 
 from copyedit_lsp.backend import Backend, BackendError, Vocabulary
 from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Cancelled, ContextOverflow, DecodeError, Decoder, _newline_of, _whole_lines
+from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
+from copyedit_lsp.decoder import (
+    NO_SPEEDUPS,
+    Cancelled,
+    ContextOverflow,
+    DecodeError,
+    Decoder,
+    _Drafter,
+    _newline_of,
+    _whole_lines,
+)
 from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.models import ModelError
-from copyedit_lsp.program import Copy, Gen, Program, parse_program
+from copyedit_lsp.program import GEN_CLOSE, Copy, Gen, Program, parse_program
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
 from copyedit_lsp.resolver import oracle_program, resolve
 
@@ -55,23 +67,76 @@ def chosen_tokens(decoder: Decoder, program: Program, n: int) -> int:
         if isinstance(op, Copy):
             total += branch_points("copy") + digit_steps(op.start, 1) + digit_steps(op.end, op.start)
         else:
-            total += branch_points("gen") + len(decoder.backend.tokenize(as_model_sees(op.text) + "</gen>"))
+            script = decoder.backend.tokenize(as_model_sees(op.text) + GEN_CLOSE)  # chosen until it reads </gen>
+            pieces = itertools.accumulate(decoder.backend.piece(t) for t in script)
+            total += branch_points("gen") + next(k for k, text in enumerate(pieces, 1) if b"</gen>" in text)
     return total
 
 
+def near_tie(decoder: Decoder, prompt: list[int], reference: tuple, other: tuple) -> tuple[np.ndarray, int, int]:
+    """Where ``other`` first parts from ``reference``: the one-token-at-a-time logits there and the two
+    tokens, after an assertion that their logits are less than 0.5 apart."""
+    at, gap, logits = first_divergence(decoder, prompt, reference, other)
+    assert gap is not None and gap < 0.5, (at, gap)
+    return logits, reference[at], other[at]
+
+
 def test_forced_mode_reproduces_every_humanevalfix_python_item(tiny):
+    """Every item, with and without the speedups: the same text, program, tokens and chosen tokens;
+    each copy one splice call; the speedups take far fewer decode steps."""
     items = load_items("humanevalfix-python")
     assert len(items) == 164
-    for item in items:
+    steps = {True: 0, False: 0}
+    for k, item in enumerate(items):
         program = oracle_program(item.before, item.after)
-        result = tiny.edit(item.before, item.instruction, mode="forced", program=program)
-        assert result.text == item.after, item.id
-        assert result.program == program, item.id
         n = len(SourceView.of(item.before).lines)
-        assert result.stats.decode_steps == chosen_tokens(tiny, program, n), item.id
         copies = [op for op in program.ops if isinstance(op, Copy)]
-        assert result.stats.splice_calls == len(copies)
-        assert result.stats.splice_eval_calls == [1] * len(copies)
+        results = []
+        for fast in (True, False) if k < 40 else (True,):
+            result = tiny.edit(item.before, item.instruction, mode="forced", program=program,
+                               **({} if fast else {"speedups": NO_SPEEDUPS}))
+            assert result.text == item.after, item.id
+            assert result.program == program, item.id
+            assert result.stats.chosen_tokens == chosen_tokens(tiny, program, n), item.id
+            assert result.stats.splice_calls == len(copies)
+            assert result.stats.splice_eval_calls == [1] * len(copies)
+            assert result.stats.accepted_tokens <= result.stats.drafted_tokens
+            steps[fast] += result.stats.decode_steps if k < 40 else 0
+            results.append(result)
+        assert len({r.tokens for r in results}) == 1, item.id
+    assert 0 < steps[True] < steps[False] / 3
+
+
+def test_program_mode_with_and_without_each_speedup(qwen):
+    """Greedy program mode writes the same tokens with each speedup off (and all off), but for near
+    ties: drafts and merged batches are evaluated in other batches, which llama.cpp rounds differently."""
+    items = load_items("humanevalfix-python", limit=6)
+    fast = {item.id: qwen.edit(item.before, item.instruction, language="python") for item in items}
+    steps = {name: 0 for name in ABLATIONS}
+    for name, speedups in ABLATIONS.items():
+        same = 0
+        for item in items:
+            slow = qwen.edit(item.before, item.instruction, language="python", speedups=speedups)
+            steps[name] += slow.stats.decode_steps
+            if slow.tokens == fast[item.id].tokens:
+                assert slow.program == fast[item.id].program
+                same += 1
+            else:
+                near_tie(qwen, qwen.prompt(item.before, item.instruction), slow.tokens, fast[item.id].tokens)
+        assert same >= len(items) // 3, name
+    assert sum(r.stats.decode_steps for r in fast.values()) < steps["plain"] / 2
+
+
+def test_drafts_guess_the_line_after_a_gen(tiny):
+    view = SourceView.of("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n")
+    drafter = _Drafter(tiny, view)
+    drafter.line = 2
+    assert drafter.resume_line("b = 20\n") == 3  # one line rewritten
+    assert drafter.resume_line("b = 2\nc = 3\nd = 4\n") == 5  # lines written out as they were
+    assert drafter.resume_line("b = 2\nx = 0\nc = 3\n") == 4  # a line inserted
+    assert drafter.resume_line("") == 2
+    assert tiny.backend.detokenize(drafter.copy_tag(3)) == '<copy lines="3-5"/>\n' and drafter.copy_tag(6) == []
+    assert tiny.backend.detokenize(drafter.next_op(Copy(1, 1), with_body=True)).startswith("<gen>\nb = 2")
 
 
 def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
@@ -171,7 +236,6 @@ def test_lookup_writes_what_rewrite_writes(qwen):
     """20 HumanEvalFix items: lookup writes rewrite's tokens in fewer decode steps.  Batched and
     one-at-a-time evaluation round differently (llama.cpp on a CPU is not batch-invariant), so where
     the two part, it must be at a near tie: both tokens are the greedy model's top two, a hair apart."""
-    backend = qwen.backend
     same = steps = lookup_steps = 0
     for item in load_items("humanevalfix-python", limit=20):
         rewrite = qwen.edit(item.before, item.instruction, mode="rewrite", language="python")
@@ -183,13 +247,9 @@ def test_lookup_writes_what_rewrite_writes(qwen):
             assert lookup.text == rewrite.text
             same += 1
             continue
-        at = next(i for i, (a, b) in enumerate(zip(rewrite.tokens, lookup.tokens)) if a != b)
-        logits, _ = backend.prefill(qwen.prompt(item.before, item.instruction, mode="rewrite", language="python"))
-        for token in rewrite.tokens[:at]:
-            logits = backend.eval([token])
-        top = np.argsort(logits)[-2:]
-        assert {rewrite.tokens[at], lookup.tokens[at]} == set(top.tolist()), item.id
-        assert abs(logits[top[1]] - logits[top[0]]) < 0.5, item.id
+        prompt = qwen.prompt(item.before, item.instruction, mode="rewrite", language="python")
+        logits, a, b = near_tie(qwen, prompt, rewrite.tokens, lookup.tokens)
+        assert {a, b} == set(np.argsort(logits)[-2:].tolist()), item.id
     assert same >= 10
     assert lookup_steps < steps / 2
 

@@ -5,6 +5,12 @@ tokens; per set and mode the aggregate, with the median latency ratio over ``rew
 mode's fixed prompt prefix (system prompt and examples) is in the KV cache before its edit is
 timed, as in a server that has made edits before, so latency counts the item, not the prefix.
 
+A mode with a reference mode (``lookup``: ``rewrite``; ``program-no-tags`` and the other
+ablations of the decoder's speedups: ``program``) is checked token for token against it; where
+the two part, the gap between the two tokens' logits is measured by replaying the reference one
+token at a time (llama.cpp's batched and one-token evaluations round differently, so a near tie
+can fall either way).
+
 The bound table puts the paper's wall-clock bound next to the measured ``forced`` speedup: a
 perfect program costs its chosen tokens as decode steps and each copy of N tokens
 N / s(N) steps, where s is the measured kernel speedup curve (``copyedit bench kernel``).
@@ -19,25 +25,40 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from ..backend import Snapshot
 from ..checks import run_tests
 from ..datasets import EditItem
-from ..decoder import Decoder, EditResult
+from ..decoder import NO_SPEEDUPS, Decoder, EditResult, Speedups
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
 from ..resolver import oracle_program
 
-# Benchmark mode -> the decoder's mode and splice.
-MODES: dict[str, dict[str, str]] = {
+# The decoder's speedups one at a time off (and all off), as mode suffixes: ``program-no-tags``.
+ABLATIONS: dict[str, Speedups] = {
+    "plain": NO_SPEEDUPS,
+    "no-force": Speedups(force=False),
+    "no-merge": Speedups(merge=False),
+    "no-tags": Speedups(draft_tags=False),
+    "no-gens": Speedups(draft_gens=False),
+}
+# Benchmark mode -> the decoder's mode, splice and speedups.
+BASE_MODES: dict[str, dict] = {
     "program": {"mode": "program", "splice": "prefill"},
     "program-none": {"mode": "program", "splice": "none"},
     "rewrite": {"mode": "rewrite", "splice": "prefill"},
     "lookup": {"mode": "lookup", "splice": "prefill"},
     "forced": {"mode": "forced", "splice": "prefill"},
 }
-PROGRAM_MODES = ("program", "program-none", "forced")
+MODES: dict[str, dict] = BASE_MODES | {
+    f"{base}-{name}": BASE_MODES[base] | {"speedups": speedups}
+    for base in ("program", "forced")
+    for name, speedups in ABLATIONS.items()
+}
+# The mode whose tokens a mode should write: lookup writes rewrite's, an ablation its base mode's.
+REFERENCES = {"lookup": "rewrite"} | {f"{base}-{name}": base for base in ("program", "forced") for name in ABLATIONS}
 PROBES = (("a = 1\n", "Probe one."), ("def b():\n    return 2\n", "Another probe, longer."))
 
 
@@ -75,6 +96,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "passed": run_tests(item, result.text, timeout=timeout),
         "seconds": result.stats.total_seconds,
         "decode_steps": stats.decode_steps,
+        "chosen_tokens": stats.chosen_tokens,
         "forced_tokens": stats.forced_tokens,
         "spliced_tokens": stats.spliced_tokens,
         "splice_spans": stats.splice_spans,
@@ -98,11 +120,41 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
     return row
 
 
+def first_divergence(
+    decoder: Decoder, prompt: list[int], reference: Sequence[int], other: Sequence[int]
+) -> tuple[int, float | None, np.ndarray | None]:
+    """Where ``other`` first parts from ``reference`` (answer tokens after ``prompt``): the position,
+    the gap between the two tokens' logits there with ``reference`` replayed one token at a time (a
+    near tie when small; None where one answer merely stops first), and those logits."""
+    at = next((i for i, (a, b) in enumerate(zip(reference, other)) if a != b), min(len(reference), len(other)))
+    if at >= min(len(reference), len(other)):
+        return at, None, None
+    logits, _ = decoder.backend.prefill(prompt)
+    for token in reference[:at]:
+        logits = decoder.backend.eval([token])
+    return at, float(abs(logits[reference[at]] - logits[other[at]])), logits
+
+
+def _mark_divergences(decoder: Decoder, items: Sequence[EditItem], rows: list[dict], examples: str) -> None:
+    """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
+    by_key = {(r["id"], r["mode"]): r for r in rows}
+    for item in items:
+        for name, reference in REFERENCES.items():
+            row, base = by_key.get((item.id, name)), by_key.get((item.id, reference))
+            if row is None or base is None or row["tokens"] == base["tokens"]:
+                continue
+            options = MODES[reference]
+            prompt = decoder.prompt(item.before, item.instruction, mode=options["mode"], splice=options["splice"],
+                                    language=item.language, examples=examples)
+            at, gap, _ = first_divergence(decoder, prompt, base["tokens"], row["tokens"])
+            row["divergence"] = {"at": at, "gap": gap}
+
+
 def edits_benchmark(
     decoder: Decoder,
     sets: dict[str, list[EditItem]],
     *,
-    modes: Sequence[str] = tuple(MODES),
+    modes: Sequence[str] = tuple(BASE_MODES),
     ordered: bool = False,
     examples: str = "default",
     timeout: float = 10.0,
@@ -123,7 +175,7 @@ def edits_benchmark(
                 for name in modes:
                     options = MODES[name]
                     prefixes.warm(options["mode"], options["splice"], item.language)
-                    program = oracle_program(item.before, item.after) if name == "forced" else None
+                    program = oracle_program(item.before, item.after) if options["mode"] == "forced" else None
                     edit = decoder.edit(
                         item.before, item.instruction, language=item.language, program=program,
                         ordered=ordered, examples=examples, **options,
@@ -133,6 +185,7 @@ def edits_benchmark(
                     if on_row is not None:
                         on_row(row)
                     bar.update()
+            _mark_divergences(decoder, items, rows, examples)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
@@ -161,15 +214,19 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
             entry["speedup_median"] = statistics.median(
                 rewrite[i]["seconds"] / r["seconds"] for i, r in mode_rows.items() if i in rewrite
             )
-        if name in PROGRAM_MODES:
+        if MODES[name]["mode"] in ("program", "forced"):
             entry["parse_rate"] = sum(r["parses"] for r in values) / len(values)
             entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
             entry["constraint_share_median"] = statistics.median(r["constraint_share"] for r in values)
-        if name == "lookup" and rewrite:
-            entry["same_tokens_as_rewrite"] = sum(r["tokens"] == rewrite[i]["tokens"] for i, r in mode_rows.items())
-            entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / max(
-                sum(r["drafted_tokens"] for r in values), 1
-            )
+        if sum(r["drafted_tokens"] for r in values):
+            entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(r["drafted_tokens"] for r in values)
+        reference = by_mode.get(REFERENCES.get(name), {})
+        if reference:
+            entry["reference"] = REFERENCES[name]
+            entry["same_tokens"] = sum(r["tokens"] == reference[i]["tokens"] for i, r in mode_rows.items() if i in reference)
+            gaps = [r["divergence"]["gap"] for r in values if r.get("divergence")]
+            entry["divergence_gaps"] = sorted(gap for gap in gaps if gap is not None)
+            entry["divergent_lengths"] = sum(gap is None for gap in gaps)  # one answer stops where the other goes on
         summary[name] = entry
     return summary
 
@@ -199,9 +256,9 @@ def bound_table(result: dict, kernel: dict) -> dict[str, dict]:
         if not forced:
             continue
         bounds = [
-            r["output_tokens"] / (r["decode_steps"] + sum(n / s(n) for n in r["splice_spans"])) for r in forced
+            r["output_tokens"] / (r["chosen_tokens"] + sum(n / s(n) for n in r["splice_spans"])) for r in forced
         ]
-        free = [r["output_tokens"] / max(r["decode_steps"], 1) for r in forced]
+        free = [r["output_tokens"] / max(r["chosen_tokens"], 1) for r in forced]
         table[set_name] = {
             "items": len(forced),
             "bound_median": statistics.median(bounds),
@@ -235,12 +292,13 @@ def format_tables(result: dict) -> str:
                 f"| {name} | {e['exact']}/{e['items']} | {tests} | {parse} | {e['median_seconds']:.2f} s | {ratio(e)} "
                 f"| {e['decode_steps']} | {e['output_tokens']} | {e['spliced_tokens']} |"
             )
-        lookup = data["summary"].get("lookup", {})
-        if "same_tokens_as_rewrite" in lookup:
-            out.append(
-                f"\nlookup wrote the same tokens as rewrite on {lookup['same_tokens_as_rewrite']}/{lookup['items']} "
-                f"items; {lookup['accepted_share']:.0%} of drafted tokens were accepted."
-            )
+        for name, e in data["summary"].items():
+            if "same_tokens" in e:
+                gaps = e.get("divergence_gaps", [])
+                parted = f"; where they part, the two tokens' one-step logits are at most {max(gaps):.2f} apart" if gaps else ""
+                out.append(f"\n{name} wrote the same tokens as {e['reference']} on {e['same_tokens']}/{e['items']} items{parted}.")
+        if drafting := {name: e["accepted_share"] for name, e in data["summary"].items() if "accepted_share" in e}:
+            out.append("\nDrafted tokens accepted: " + ", ".join(f"{name} {share:.0%}" for name, share in drafting.items()) + ".")
         out.append("")
     if bounds := result.get("bounds"):
         out += [

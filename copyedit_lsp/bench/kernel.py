@@ -2,7 +2,11 @@
 
 After a prefix of real code, each span of S tokens is evaluated (a) autoregressively, one
 ``eval([t])`` per token with an argmax over the logits to pay the choice cost, and (b) by one
-``eval(span)`` call. Trials interleave (a) and (b) so machine noise hits both; medians are reported with the spread.
+``eval(span)`` call. Two more methods price the decoder's speedups: (c) *unmerged*, the span's
+first token on its own and then the rest (a forced tag close evaluated apart from the copied
+lines, what ``merge`` saves), and (d) *verify*, the span in one call with logits and an argmax
+at every position (what a draft of S tokens costs, ``draft_tags`` and ``draft_gens``).
+Trials interleave the methods so machine noise hits all; medians are reported with the spread.
 """
 
 from __future__ import annotations
@@ -46,6 +50,25 @@ def _splice(backend, span: Sequence[int]) -> float:
     return time.perf_counter() - started
 
 
+def _unmerged(backend, span: Sequence[int]) -> float:
+    """Seconds to evaluate the span's first token alone, then the rest in one call."""
+    started = time.perf_counter()
+    backend.eval(span[:1])
+    if len(span) > 1:
+        backend.eval(span[1:])
+    return time.perf_counter() - started
+
+
+def _verify(backend, span: Sequence[int]) -> float:
+    """Seconds to evaluate ``span`` in one call with logits at every position, choosing at each."""
+    started = time.perf_counter()
+    np.argmax(backend.eval(span, logits_from=0), axis=1)
+    return time.perf_counter() - started
+
+
+METHODS = (_decode, _splice, _unmerged, _verify)
+
+
 def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, progress=True) -> dict:
     """Median decode and splice times per span after a ``prefix_tokens`` prefix (one warm-up trial first)."""
     spans = tuple(spans)
@@ -54,12 +77,12 @@ def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, prog
     tokens = _code_tokens(backend, prefix_tokens + max(spans))
     prefix, continuation = tokens[:prefix_tokens], tokens[prefix_tokens:]
     backend.prefill(prefix)
-    samples = {span: {_decode: [], _splice: []} for span in spans}
+    samples = {span: {method: [] for method in METHODS} for span in spans}
     with tqdm(total=(trials + 1) * len(spans), desc="kernel", disable=not progress) as bar:
         for trial in range(trials + 1):  # trial 0 is the warm-up
             for span in spans:
                 # alternate which runs first so neither always follows the other
-                for method in (_decode, _splice) if trial % 2 else (_splice, _decode):
+                for method in METHODS if trial % 2 else METHODS[::-1]:
                     backend.truncate(prefix_tokens)
                     seconds = method(backend, continuation[:span])
                     if trial:
@@ -70,6 +93,7 @@ def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, prog
     for span in spans:
         decodes, splices = samples[span][_decode], samples[span][_splice]
         decode_s, splice_s = statistics.median(decodes), statistics.median(splices)
+        unmerged_s, verify_s = (statistics.median(samples[span][m]) for m in (_unmerged, _verify))
         rows.append(
             {
                 "span": span,
@@ -78,6 +102,10 @@ def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, prog
                 "speedup": decode_s / splice_s,
                 "decode_tok_s": span / decode_s,
                 "splice_tok_s": span / splice_s,
+                "unmerged_s": unmerged_s,
+                "merge_saving": unmerged_s / splice_s,  # how much slower the span is with its first token apart
+                "verify_s": verify_s,
+                "verify_speedup": decode_s / verify_s,  # a fully accepted draft of the span vs decoding it
                 "decode_spread": max(decodes) / min(decodes),  # noise: slowest / fastest trial
                 "splice_spread": max(splices) / min(splices),
             }
@@ -104,14 +132,16 @@ def format_table(result: dict) -> str:
         f"{result['model']}, {result['n_threads']} threads, prefix {result['prefix_tokens']} tokens, "
         f"median of {result['trials']} trials",
         "",
-        "| span | decode s | splice s | speedup | decode tok/s | splice tok/s | spread decode/splice |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| span | decode s | splice s | speedup | decode tok/s | splice tok/s | spread decode/splice "
+        "| unmerged / splice | verify s | verify speedup |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
         lines.append(
             f"| {row['span']} | {row['decode_s']:.4f} | {row['splice_s']:.4f} | {row['speedup']:.2f} "
             f"| {row['decode_tok_s']:.1f} | {row['splice_tok_s']:.1f} "
-            f"| {row['decode_spread']:.2f} / {row['splice_spread']:.2f} |"
+            f"| {row['decode_spread']:.2f} / {row['splice_spread']:.2f} "
+            f"| {row['merge_saving']:.2f} | {row['verify_s']:.4f} | {row['verify_speedup']:.2f} |"
         )
     largest = result["rows"][-1]["span"]
     lines += [
@@ -120,6 +150,8 @@ def format_table(result: dict) -> str:
         f"speedup at span {largest}: {result['speedup_at_max']:.2f}x = "
         f"{result['fraction_of_ceiling']:.1%} of the ceiling",
         "spread: slowest / fastest trial; well above 1 means another process took the cores",
+        "unmerged / splice: the span's first token evaluated apart (what merged batches save); "
+        "verify: the span with logits at every position (a draft's cost; its speedup if fully accepted)",
     ]
     return "\n".join(lines)
 

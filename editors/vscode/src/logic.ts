@@ -124,7 +124,7 @@ export function summary(command: string, result: unknown): string | undefined {
   const stats = r.stats as Record<string, unknown> | undefined;
   if (command === EDIT && stats && typeof stats === "object") {
     const ops = Number(stats.ops) > 0 ? `${plural(Number(stats.ops), "op")}, ` : ""; // rewrite mode has none
-    const figures = `${ops}${Number(stats.splicedTokens)} copied / ${Number(stats.decodeSteps)} generated, ${Number(stats.seconds).toFixed(1)} s`;
+    const figures = `${ops}${Number(stats.splicedTokens)} copied / ${Number(stats.generatedTokens)} generated, ${Number(stats.seconds).toFixed(1)} s`;
     return r.applied === false ? `${figures}, not applied` : figures;
   }
   return undefined;

@@ -228,7 +228,7 @@ local function describe(result)
         '%s ops, %s copied / %s generated tokens, %.1f s',
         s.ops or '?',
         s.splicedTokens or '?',
-        s.decodeSteps or '?',
+        s.generatedTokens or '?',
         tonumber(s.seconds) or 0
       )
     )
