@@ -668,9 +668,7 @@ class _Drafter:
         if not with_body:
             return decoder.op_pieces["gen"]
         self.lookup.restart(self.token_of_line(self.line))
-        draft = self.lookup.draft([], decoder.draft_tokens)
-        end = next((i for i, token in enumerate(draft) if token in self.line_ends), len(draft) - 1)
-        return [*decoder.op_pieces["gen"], *draft[: end + 1]]
+        return [*decoder.op_pieces["gen"], *self._to_line_end(self.lookup.draft([], decoder.draft_tokens))]
 
     def in_gen(self, written: list[int], body: bytes, room: int, speedups: Speedups) -> list[int]:
         """The draft inside a gen body: with ``draft_tags``, the end of the gen and the copy after it
@@ -688,6 +686,10 @@ class _Drafter:
         draft = self.lookup.draft(written, room)
         if b"\n" in body and not self._rewritten(body[: body.rindex(b"\n") + 1]):
             return draft  # the body is copying input lines out: draft across lines
+        return self._to_line_end(draft)
+
+    def _to_line_end(self, draft: list[int]) -> list[int]:
+        """``draft`` up to and including its first token that ends a line."""
         end = next((i for i, token in enumerate(draft) if token in self.line_ends), len(draft) - 1)
         return draft[: end + 1]
 
