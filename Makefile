@@ -10,6 +10,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# llama.cpp builds for this CPU (-march=native) but without AMX: some machines report AMX that
+# the hypervisor does not enable, and its first tile instruction kills the process.
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
+endif
 
 .PHONY: demo test setup models neovim vscode
 

@@ -141,12 +141,36 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
 
 
-def _load_decoder(args: argparse.Namespace):
-    from .decoder import Decoder
+def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = True) -> None:
+    from .remote import API_KEY_VARIABLE, ENGINES
 
-    return Decoder.load(
-        args.model, n_ctx=args.n_ctx, n_threads=args.threads, n_gpu_layers=args.gpu_layers, progress=True
-    )
+    if backend:
+        parser.add_argument("--backend", choices=["local", "remote"], default="local",
+                            help=f"local: the model in this process; remote: an OpenAI-compatible completions "
+                                 f"server (API key from ${API_KEY_VARIABLE})")
+    parser.add_argument("--remote-url", default="http://127.0.0.1:8080/v1", help="the server's base URL")
+    parser.add_argument("--remote-model", default="", help="the served model's name (default: the first listed)")
+    parser.add_argument("--remote-engine", choices=ENGINES, default="llama.cpp",
+                        help="how the grammar is sent: llama.cpp (llama-server, llama-cpp-python) or vllm")
+    parser.add_argument("--remote-timeout", type=float, default=60.0, help="seconds the server may stay silent")
+
+
+def _settings(args: argparse.Namespace, **values):
+    """The settings the model and remote arguments name (checked: ValueError on a bad value)."""
+    from .config import Settings
+
+    values = {"backend": getattr(args, "backend", "local")} | values
+    return Settings(
+        model=args.model, n_ctx=args.n_ctx, n_threads=args.threads,
+        n_gpu_layers=args.gpu_layers, remote_url=args.remote_url, remote_model=args.remote_model,
+        remote_engine=args.remote_engine, remote_timeout=args.remote_timeout, **values,
+    ).check()
+
+
+def _load_decoder(args: argparse.Namespace, **values):
+    from .engine import open_decoder
+
+    return open_decoder(_settings(args, **values), progress=True)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -170,7 +194,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(f"copyedit: --lines {first}-{last} is outside the file's {len(lines)} lines", file=sys.stderr)
         return 2
     head, region, tail = "".join(lines[: first - 1]), "".join(lines[first - 1 : last]), "".join(lines[last:])
-    decoder = _load_decoder(args)
+    decoder = _load_decoder(args, mode=args.mode, splice=args.splice)
     with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
 
         def progress(stats) -> None:
@@ -208,8 +232,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _server_options(args: argparse.Namespace) -> dict:
-    """The server's initializationOptions from the model arguments."""
+    """The server's initializationOptions from the model (and remote) arguments."""
     options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers}
+    if getattr(args, "backend", "local") == "remote":
+        options |= {
+            "backend": "remote", "remoteUrl": args.remote_url, "remoteModel": args.remote_model,
+            "remoteEngine": args.remote_engine, "remoteTimeout": args.remote_timeout,
+        }
     return options | ({"nThreads": args.threads} if args.threads else {})
 
 
@@ -248,9 +277,12 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     from .bench import edits
 
     sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js"], seed=args.seed)
-    decoder = _load_decoder(args)
+    modes = args.modes.split(",")
+    remote_modes = [name for name in modes if edits.MODES.get(name, {}).get("remote")]
+    decoder = _load_decoder(args) if len(remote_modes) < len(modes) else None
+    remote = _load_decoder(args, backend="remote") if remote_modes else None
     result = edits.edits_benchmark(
-        decoder, sets, modes=args.modes.split(","), ordered=args.ordered, examples=args.examples, timeout=args.timeout
+        decoder, sets, modes=modes, remote=remote, ordered=args.ordered, examples=args.examples, timeout=args.timeout
     )
     result |= {"model": args.model, "seed": args.seed, "limit": args.limit}
     kernel_path = Path(args.kernel)
@@ -320,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--mode", choices=["program", "rewrite", "lookup"], default="program")
     apply.add_argument("--splice", choices=["prefill", "none"], default="prefill")
     _add_model_arguments(apply)
+    _add_remote_arguments(apply)
     apply.add_argument("--json", action="store_true", help="print JSON")
     apply.add_argument("--write", action="store_true", help="write the edited file")
     apply.set_defaults(func=cmd_apply)
@@ -329,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--instruction", "-i", required=True)
     demo.add_argument("--line", type=int, default=1, help="the cursor line (1-based): its function is edited")
     _add_model_arguments(demo)
+    _add_remote_arguments(demo)
     demo.set_defaults(func=cmd_demo)
 
     bench = commands.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
@@ -345,7 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_arguments(edits)
     edits.add_argument("--modes", default="program,program-none,rewrite,lookup,forced",
                        help="comma-separated: program, program-none, rewrite, lookup, forced; program and forced "
-                            "also with one speedup off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain)")
+                            "also with one speedup off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain); "
+                            "remote-program, remote-rewrite, remote-forced on the --remote-url server")
+    _add_remote_arguments(edits, backend=False)
     edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
     edits.add_argument("--ordered", action="store_true", help="program modes: a copy starts after the previous copy")
     edits.add_argument("--examples", choices=["default", "none", "extended"], default="default",
@@ -384,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (ModelError, BackendError, DecodeError, OSError) as error:
+    except (ModelError, BackendError, DecodeError, OSError, ValueError) as error:
         print(f"copyedit: {error}", file=sys.stderr)
         return 1
 

@@ -15,6 +15,7 @@ from .models import DEFAULT_MODEL
 class Settings:
     """What a user can configure; keys may be snake_case or camelCase."""
 
+    backend: str = "local"  # "local" (llama.cpp in the server) or "remote" (a completions server)
     model: str = DEFAULT_MODEL  # a model name or a GGUF path
     n_ctx: int = 4096
     n_threads: int | None = None  # default: every core
@@ -24,6 +25,10 @@ class Settings:
     max_new_tokens: int = 2048
     syntax_guard: bool = True  # refuse a result with more syntax errors than the original
     max_file_bytes: int = 2_000_000  # larger documents get an error, not an edit
+    remote_url: str = "http://127.0.0.1:8080/v1"  # an OpenAI-compatible server's base URL
+    remote_model: str = ""  # the served model's name; empty: the first the server lists
+    remote_engine: str = "llama.cpp"  # "llama.cpp" (llama-server, llama-cpp-python) or "vllm"
+    remote_timeout: float = 60.0  # seconds the server may stay silent
 
     def check(self) -> Settings:
         """Raise ValueError on a value out of range."""
@@ -36,12 +41,28 @@ class Settings:
                 raise ValueError(f"{name} must be positive")
         if self.n_threads is not None and self.n_threads < 1:
             raise ValueError("n_threads must be positive")
+        if self.backend not in ("local", "remote"):
+            raise ValueError(f"backend must be 'local' or 'remote', not {self.backend!r}")
+        if self.backend == "remote":
+            self.endpoint()  # checks the URL and engine
+            if self.mode == "lookup":
+                raise ValueError("lookup mode needs the local backend (a server drafts on its own)")
+        if self.remote_timeout <= 0:
+            raise ValueError("remote_timeout must be positive")
         return self
+
+    def endpoint(self):
+        """The remote server these settings name (:class:`copyedit_lsp.remote.Endpoint`)."""
+        from .remote import Endpoint
+
+        return Endpoint(self.remote_url, self.remote_model, self.remote_engine, self.remote_timeout)
 
     @property
     def model_keys(self) -> tuple:
         """The settings that need the model reloaded when they change."""
-        return (self.model, self.n_ctx, self.n_threads, self.n_gpu_layers)
+        if self.backend == "remote":
+            return (self.backend, self.endpoint())
+        return (self.backend, self.model, self.n_ctx, self.n_threads, self.n_gpu_layers)
 
 
 _converter = cattrs.Converter(forbid_extra_keys=False)

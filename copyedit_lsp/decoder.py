@@ -51,10 +51,6 @@ from .prompt import (
     ChatTemplate,
     SourceView,
     as_model_sees,
-    program_messages,
-    program_prefix,
-    rewrite_messages,
-    rewrite_prefix,
 )
 from .resolver import resolve
 
@@ -93,6 +89,7 @@ class EditStats:
     prefill_tokens: int = 0  # prompt tokens evaluated
     prefix_reused_tokens: int = 0  # prompt tokens reused from the KV cache
     ops: int = 0
+    requests: int = 0  # completion requests to a remote server (remote backend only)
     drafted_tokens: int = 0  # tokens guessed ahead (ops, gen bodies, lookup) and verified in a batch
     accepted_tokens: int = 0  # drafted tokens the decoder then forced or chose
     output_tokens: int = 0  # tokens of the edited region as the model would write it in full
@@ -392,6 +389,10 @@ class Decoder:
         path = resolve_model(model, fetch_missing=fetch_missing, progress=progress)
         return cls(Backend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers))
 
+    def close(self) -> None:
+        """Free the model."""
+        self.backend.close()
+
     def edit(
         self,
         source: str,
@@ -413,10 +414,7 @@ class Decoder:
         start after the previous copy's last line; ``examples`` names the prompt's few-shot set
         (:data:`EXAMPLE_SETS`).
         """
-        if mode not in MODES or splice not in SPLICES or examples not in EXAMPLE_SETS:
-            raise ValueError(f"mode must be one of {MODES}, splice one of {SPLICES}, examples one of {tuple(EXAMPLE_SETS)}")
-        if (mode == "forced") != (program is not None):
-            raise ValueError("forced mode, and only forced mode, takes a program")
+        check_edit(mode, splice, examples, program, MODES)
         started = time.perf_counter()
         stats = EditStats(mode=mode, splice=splice)
         run = _Run(self.backend, stats, stop=stop, force=speedups.force, merge=speedups.merge, on_progress=on_progress)
@@ -439,11 +437,7 @@ class Decoder:
         examples: str = "default",
     ) -> list[int]:
         """The prompt's tokens for an edit: the conversation and the opening of the answer."""
-        if mode in ("rewrite", "lookup"):
-            text = self.template.render(rewrite_messages(instruction, source, language, examples), rewrite_prefix(language))
-        else:
-            messages = program_messages(instruction, source, splice=splice == "prefill", examples=examples)
-            text = self.template.render(messages, program_prefix())
+        text = self.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
         return self.backend.tokenize(text, special=True)
 
     def _out_of_budget(self, run: _Run) -> bool:
@@ -591,15 +585,12 @@ class Decoder:
                 break
             written.append(token)
             out += self.backend.piece(token)
-            fence = (b"\n" + out).find(b"\n```")
+            fence = fence_at(out)
             if fence >= 0:
                 out = out[:fence]
                 break
         run.answer(len(prompt))
-        text = out.decode("utf-8", errors="replace")
-        if not source.endswith(("\n", "\r")) and text.endswith("\n"):
-            text = text[:-1]
-        text = _with_newline(text, _newline_of(source))
+        text = rewritten_text(out.decode("utf-8", errors="replace"), source)
         run.stats.output_tokens = len(written)
         return EditResult(None, text, run.stats, tuple(written))
 
@@ -716,6 +707,28 @@ class _Drafter:
         last = lines[-1].strip()
         same = [k for k in range(self.line, len(self.view.lines) + 1) if self.view.lines[k - 1].strip() == last]
         return min(same, key=lambda k: abs(k + 1 - expected)) + 1 if same else expected
+
+
+def check_edit(mode: str, splice: str, examples: str, program: Program | None, modes: Sequence[str]) -> None:
+    """Raise ValueError unless an edit's mode is one of ``modes``, its splice and example set known,
+    and a program given exactly in forced mode."""
+    if mode not in modes or splice not in SPLICES or examples not in EXAMPLE_SETS:
+        raise ValueError(f"mode must be one of {tuple(modes)}, splice one of {SPLICES}, examples one of {tuple(EXAMPLE_SETS)}")
+    if (mode == "forced") != (program is not None):
+        raise ValueError("forced mode, and only forced mode, takes a program")
+
+
+def fence_at(code: bytes) -> int:
+    """Where a rewrite's code block closes (a line that starts with three backticks), or -1."""
+    return (b"\n" + code).find(b"\n```")
+
+
+def rewritten_text(code: str, source: str) -> str:
+    """A rewrite's code block as the edited text: the source's line breaks, and no final line
+    break where the source has none."""
+    if not source.endswith(("\n", "\r")) and code.endswith("\n"):
+        code = code[:-1]
+    return _with_newline(code, _newline_of(source))
 
 
 def _decode_body(body: bytes) -> str:

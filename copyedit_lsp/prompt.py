@@ -157,3 +157,11 @@ class ChatTemplate:
     def render(self, messages: list[dict[str, str]], answer_prefix: str) -> str:
         """The prompt text: the conversation, the assistant's turn opened, and ``answer_prefix``."""
         return self.formatter(messages=messages).prompt + answer_prefix
+
+    def edit_prompt(
+        self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str
+    ) -> str:
+        """The prompt text of an edit in ``mode``: rewrite and lookup write code, the others programs."""
+        if mode in ("rewrite", "lookup"):
+            return self.render(rewrite_messages(instruction, source, language, examples), rewrite_prefix(language))
+        return self.render(program_messages(instruction, source, splice=splice == "prefill", examples=examples), program_prefix())

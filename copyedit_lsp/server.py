@@ -89,7 +89,9 @@ def _load_model(ls: CopyeditServer) -> None:
     progress = _supports_progress(ls)
     if progress:
         ls.work_done_progress.create(token)
-        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="copyedit", message=f"loading {ls.settings.model}"))
+        settings = ls.settings
+        what = f"connecting to {settings.remote_url}" if settings.backend == "remote" else f"loading {settings.model}"
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="copyedit", message=what))
 
     def done(error: Exception | None) -> None:
         def report() -> None:
@@ -241,6 +243,7 @@ def _summary(stats: EditStats) -> dict:
         "decodeSteps": stats.decode_steps,
         "splicedTokens": stats.spliced_tokens,
         "outputTokens": stats.output_tokens,
+        "requests": stats.requests,  # to a remote server
         "seconds": round(stats.total_seconds, 3),
     }
 

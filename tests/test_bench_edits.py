@@ -41,6 +41,16 @@ def test_summary_ratios_are_per_item_over_rewrite():
     assert (summary["rewrite"]["exact"], summary["rewrite"]["passed"], summary["rewrite"]["tested"]) == (1, 1, 2)
 
 
+def test_a_remote_mode_is_compared_with_its_local_mode():
+    rows = [
+        row("a", "rewrite", 2.0, text="x\n", requests=0), row("a", "remote-rewrite", 3.0, text="x\n", requests=1),
+        row("b", "rewrite", 2.0, text="y\n", requests=0), row("b", "remote-rewrite", 5.0, text="z\n", requests=1),
+    ]
+    entry = summarize(rows, ["rewrite", "remote-rewrite"])["remote-rewrite"]
+    assert entry["reference"] == "rewrite" and entry["same_text"] == 1 and "same_program" not in entry
+    assert entry["latency_ratio_median"] == 2.0 and entry["requests_per_edit"] == 1  # median of 1.5x and 2.5x
+
+
 def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
     forced = row("a", "forced", 1.0, decode_steps=3, chosen_tokens=10, output_tokens=100, splice_spans=[16, 16], parses=True,
                  one_call_per_splice=True, constraint_share=0.0)

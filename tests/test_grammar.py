@@ -10,7 +10,15 @@ from strategies import programs
 from test_program import damaged_programs
 
 from copyedit_lsp.backend import Vocabulary
-from copyedit_lsp.grammar import digit_choices, grammar_template, instantiate, number_rule
+from copyedit_lsp.grammar import (
+    digit_choices,
+    grammar_template,
+    instantiate,
+    literal_grammar,
+    number_rule,
+    op_grammar,
+    range_rule,
+)
 from copyedit_lsp.program import ProgramError, parse_program
 
 llama = pytest.importorskip("llama_cpp.llama_cpp")
@@ -158,3 +166,56 @@ def test_digit_mask_keeps_end_at_or_after_start():
     assert digit_choices("12", 120, 347) == ("0123456789", False)
     assert digit_choices("11", 120, 347) == ("", False)
     assert digit_choices("34", 120, 347) == ("01234567", False)
+
+
+def _as_regex(rule: str) -> re.Pattern:
+    return re.compile("(?:" + rule.replace('"', "").replace(" ", "") + ")")
+
+
+@given(st.integers(1, 10**6), st.integers(0, 10**6), st.integers(0, 2 * 10**6))
+def test_range_rule_admits_exactly_its_range(lo, extra, probe):
+    hi = lo + extra
+    rule = _as_regex(range_rule(lo, hi))
+    for value in {lo - 1, lo, hi, hi + 1, probe, lo + extra // 2, 10 ** len(str(lo)), 10 ** len(str(lo)) - 1}:
+        assert bool(rule.fullmatch(str(value))) == (lo <= value <= hi), value
+
+
+def test_range_rule_refuses_an_empty_range():
+    with pytest.raises(ValueError):
+        range_rule(5, 4)
+
+
+@pytest.mark.parametrize("n, first", [(1, 1), (12, 3), (150, 1), (347, 120), (40, 41)])
+def test_op_grammar_admits_exactly_one_op_with_ordered_lines(gbnf, n, first):
+    grammar = op_grammar(n, first)
+
+    def copy(i, j):
+        return f'<copy lines="{i}-{j}"/>\n'
+
+    assert gbnf.accepts(grammar, "<gen>\nx = 1\n</gen>\n")
+    assert gbnf.accepts(grammar, "<gen>\nlast line</gen>\n")
+    assert gbnf.accepts(grammar, "</program>")
+    assert not gbnf.accepts(grammar, "<gen>\nx\n</gen>\n</program>")  # one op, no more
+    assert not gbnf.accepts(grammar, "<program>\n")
+    if first > n:
+        assert not gbnf.accepts(grammar, copy(n, n))
+        return
+    assert gbnf.accepts(grammar, copy(first, n)) and gbnf.accepts(grammar, copy(n, n))
+    assert gbnf.accepts(grammar, copy(first, first))
+    assert not gbnf.accepts(grammar, copy(first, n + 1))
+    assert not gbnf.accepts(grammar, copy(first, n) + copy(n, n))
+    if n > first:
+        assert not gbnf.accepts(grammar, copy(n, n - 1))  # the end is never before the start
+        assert gbnf.accepts(grammar, copy(first + 1, n))
+    if first > 1:
+        assert not gbnf.accepts(grammar, copy(first - 1, n))
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_literal_grammar_admits_exactly_its_text(gbnf, text):
+    assume(text and gbnf.round_trips(text))
+    grammar = literal_grammar(text)
+    assert gbnf.accepts(grammar, text)
+    assert not gbnf.accepts(grammar, text + "x")
+    assert not gbnf.accepts(grammar, text[:-1] + ("y" if text[-1] != "y" else "z"))

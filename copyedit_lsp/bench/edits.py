@@ -5,6 +5,11 @@ tokens; per set and mode the aggregate, with the median latency ratio over ``rew
 mode's fixed prompt prefix (system prompt and examples) is in the KV cache before its edit is
 timed, as in a server that has made edits before, so latency counts the item, not the prefix.
 
+Modes named ``remote-program``, ``remote-rewrite`` and ``remote-forced`` run on an
+OpenAI-compatible completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), one request
+per op; the server's prefix cache is warmed the same way, and each is compared with its local
+mode: the same program, the same text, the latency ratio and the requests per edit.
+
 A mode with a reference mode (``lookup``: ``rewrite``; ``program-no-tags`` and the other
 ablations of the decoder's speedups: ``program``) is checked token for token against it; where
 the two part, the gap between the two tokens' logits is measured by replaying the reference one
@@ -34,6 +39,7 @@ from ..datasets import EditItem
 from ..decoder import NO_SPEEDUPS, Decoder, EditResult, Speedups
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
+from ..remote import RemoteDecoder
 from ..resolver import oracle_program
 
 # The decoder's speedups one at a time off (and all off), as mode suffixes: ``program-no-tags``.
@@ -57,22 +63,37 @@ MODES: dict[str, dict] = BASE_MODES | {
     for base in ("program", "forced")
     for name, speedups in ABLATIONS.items()
 }
+MODES |= {f"remote-{base}": BASE_MODES[base] | {"remote": True} for base in ("program", "rewrite", "forced")}
 # The mode whose tokens a mode should write: lookup writes rewrite's, an ablation its base mode's.
 REFERENCES = {"lookup": "rewrite"} | {f"{base}-{name}": base for base in ("program", "forced") for name in ABLATIONS}
+# The local mode whose program and text a remote mode should write.
+REMOTE_REFERENCES = {name: name.removeprefix("remote-") for name, options in MODES.items() if options.get("remote")}
 PROBES = (("a = 1\n", "Probe one."), ("def b():\n    return 2\n", "Another probe, longer."))
 
 
 class WarmPrefixes:
     """Makes the KV cache hold exactly a mode's fixed prompt prefix before an edit (from a saved
-    snapshot), so no mode reuses the prompt of another mode's edit of the same item."""
+    snapshot), so no mode reuses the prompt of another mode's edit of the same item; a remote
+    server's cache is made to hold the prefix by one untimed request."""
 
-    def __init__(self, decoder: Decoder, examples: str):
+    def __init__(self, decoder: Decoder | None, examples: str, remote: RemoteDecoder | None = None):
         self.decoder = decoder
+        self.remote = remote
         self.examples = examples
         self.saved: dict[tuple, tuple[list[int], Snapshot]] = {}
 
-    def warm(self, mode: str, splice: str, language: str) -> None:
+    def warm(self, mode: str, splice: str, language: str, *, remote: bool = False) -> None:
         family = ("program" if mode in ("program", "forced") else "rewrite", splice, language)
+        if remote:
+            assert self.remote is not None
+            prompts = [
+                self.remote.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language,
+                                                 examples=self.examples)
+                for source, instruction in PROBES
+            ]
+            self.remote.warm(prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)])
+            return
+        assert self.decoder is not None
         if family not in self.saved:
             prompts = [
                 self.decoder.prompt(source, instruction, mode=mode, splice=splice, language=language, examples=self.examples)
@@ -93,6 +114,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "id": item.id,
         "mode": name,
         "exact": result.text == item.after,
+        "text": result.text,
         "passed": run_tests(item, result.text, timeout=timeout),
         "seconds": result.stats.total_seconds,
         "decode_steps": stats.decode_steps,
@@ -104,6 +126,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "prefill_tokens": stats.prefill_tokens,
         "eval_calls": stats.eval_calls,
         "ops": stats.ops,
+        "requests": stats.requests,
         "drafted_tokens": stats.drafted_tokens,
         "accepted_tokens": stats.accepted_tokens,
         "tokens": list(result.tokens),
@@ -115,8 +138,9 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
             row["parses"] = parsed == result.program
         except ProgramError:
             row["parses"] = False
-        row["one_call_per_splice"] = stats.splice_eval_calls == [1] * stats.splice_calls
-        row["constraint_share"] = stats.constraint_seconds / max(stats.decode_seconds, 1e-9)
+        if not stats.requests:  # the local decoder's own measures
+            row["one_call_per_splice"] = stats.splice_eval_calls == [1] * stats.splice_calls
+            row["constraint_share"] = stats.constraint_seconds / max(stats.decode_seconds, 1e-9)
     return row
 
 
@@ -135,12 +159,13 @@ def first_divergence(
     return at, float(abs(logits[reference[at]] - logits[other[at]])), logits
 
 
-def _mark_divergences(decoder: Decoder, items: Sequence[EditItem], rows: list[dict], examples: str) -> None:
+def _mark_divergences(decoder: Decoder | None, items: Sequence[EditItem], rows: list[dict], examples: str) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
     by_key = {(r["id"], r["mode"]): r for r in rows}
     for item in items:
         for name, reference in REFERENCES.items():
             row, base = by_key.get((item.id, name)), by_key.get((item.id, reference))
+            assert decoder is not None or row is None, "local modes have a local decoder"
             if row is None or base is None or row["tokens"] == base["tokens"]:
                 continue
             options = MODES[reference]
@@ -151,21 +176,27 @@ def _mark_divergences(decoder: Decoder, items: Sequence[EditItem], rows: list[di
 
 
 def edits_benchmark(
-    decoder: Decoder,
+    decoder: Decoder | None,
     sets: dict[str, list[EditItem]],
     *,
     modes: Sequence[str] = tuple(BASE_MODES),
+    remote: RemoteDecoder | None = None,
     ordered: bool = False,
     examples: str = "default",
     timeout: float = 10.0,
     progress: bool = True,
     on_row: Callable[[dict], None] | None = None,
 ) -> dict:
-    """Run ``modes`` on every item of ``sets``, interleaved item by item; rows and aggregates per set."""
+    """Run ``modes`` on every item of ``sets``, interleaved item by item; rows and aggregates per set.
+
+    Local modes run on ``decoder``, remote modes on ``remote``."""
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(MODES)}")
-    prefixes = WarmPrefixes(decoder, examples)
+    for name in modes:
+        if (remote if MODES[name].get("remote") else decoder) is None:
+            raise ValueError(f"mode {name} needs {'a remote server' if MODES[name].get('remote') else 'a local model'}")
+    prefixes = WarmPrefixes(decoder, examples, remote)
     result = {"modes": list(modes), "ordered": ordered, "examples": examples, "sets": {}}
     total = sum(len(items) for items in sets.values()) * len(modes)
     with tqdm(total=total, desc="bench edits", unit=" edits", file=sys.stderr, disable=not progress) as bar:
@@ -173,10 +204,11 @@ def edits_benchmark(
             rows = []
             for item in items:
                 for name in modes:
-                    options = MODES[name]
-                    prefixes.warm(options["mode"], options["splice"], item.language)
+                    options = dict(MODES[name])
+                    on_remote = options.pop("remote", False)
+                    prefixes.warm(options["mode"], options["splice"], item.language, remote=on_remote)
                     program = oracle_program(item.before, item.after) if options["mode"] == "forced" else None
-                    edit = decoder.edit(
+                    edit = (remote if on_remote else decoder).edit(
                         item.before, item.instruction, language=item.language, program=program,
                         ordered=ordered, examples=examples, **options,
                     )
@@ -216,10 +248,21 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
             )
         if MODES[name]["mode"] in ("program", "forced"):
             entry["parse_rate"] = sum(r["parses"] for r in values) / len(values)
+        if MODES[name]["mode"] in ("program", "forced") and not MODES[name].get("remote"):
             entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
             entry["constraint_share_median"] = statistics.median(r["constraint_share"] for r in values)
         if sum(r["drafted_tokens"] for r in values):
             entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(r["drafted_tokens"] for r in values)
+        if local := by_mode.get(REMOTE_REFERENCES.get(name), {}):
+            pairs = [(r, local[i]) for i, r in mode_rows.items() if i in local]
+            entry |= {
+                "reference": REMOTE_REFERENCES[name],
+                "same_text": sum(r["text"] == l["text"] for r, l in pairs),
+                "latency_ratio_median": statistics.median(r["seconds"] / l["seconds"] for r, l in pairs),
+                "requests_per_edit": statistics.mean(r["requests"] for r in values),
+            }
+            if MODES[name]["mode"] != "rewrite":
+                entry["same_program"] = sum(r.get("program") == l.get("program") for r, l in pairs)
         reference = by_mode.get(REFERENCES.get(name), {})
         if reference:
             entry["reference"] = REFERENCES[name]
@@ -293,6 +336,12 @@ def format_tables(result: dict) -> str:
                 f"| {e['decode_steps']} | {e['output_tokens']} | {e['spliced_tokens']} |"
             )
         for name, e in data["summary"].items():
+            if "same_text" in e:
+                program = f"the same program on {e['same_program']}/{e['items']} items, " if "same_program" in e else ""
+                out.append(
+                    f"\n{name} against {e['reference']}: {program}the same text on {e['same_text']}/{e['items']}, "
+                    f"{e['requests_per_edit']:.1f} requests per edit, latency {e['latency_ratio_median']:.2f}x (median)."
+                )
             if "same_tokens" in e:
                 gaps = e.get("divergence_gaps", [])
                 parted = f"; where they part, the two tokens' one-step logits are at most {max(gaps):.2f} apart" if gaps else ""

@@ -45,7 +45,12 @@ function readConfig(): logic.Config {
   return {
     serverCommand: config.get<string[]>("server.command"),
     pythonPath: config.get<string>("server.pythonPath"),
+    backend: config.get<string>("backend"),
     model: config.get<string>("model"),
+    remoteUrl: config.get<string>("remote.url"),
+    remoteModel: config.get<string>("remote.model"),
+    remoteEngine: config.get<string>("remote.engine"),
+    remoteTimeout: config.get<number>("remote.timeout"),
     mode: config.get<string>("mode"),
     splice: config.get<string>("splice"),
     threads: config.get<number | null>("threads"),

@@ -19,7 +19,12 @@ export const LANGUAGES = ["python", "javascript", "typescript", "javascriptreact
 export interface Config {
   serverCommand?: string[];
   pythonPath?: string;
+  backend?: string;
   model?: string;
+  remoteUrl?: string;
+  remoteModel?: string;
+  remoteEngine?: string;
+  remoteTimeout?: number;
   mode?: string;
   splice?: string;
   threads?: number | null;
@@ -30,7 +35,12 @@ export interface Config {
 
 /** The server's settings object (camelCase keys of copyedit_lsp.config.Settings). */
 export interface ServerSettings {
+  backend?: string;
   model?: string;
+  remoteUrl?: string;
+  remoteModel?: string;
+  remoteEngine?: string;
+  remoteTimeout?: number;
   mode?: string;
   splice?: string;
   nThreads?: number | null;
@@ -42,7 +52,12 @@ export interface ServerSettings {
 /** `initializationOptions`: the settings that are set; unset ones keep the server's defaults. */
 export function initializationOptions(config: Config): ServerSettings {
   const options: ServerSettings = {};
+  if (config.backend) options.backend = config.backend;
   if (config.model) options.model = config.model;
+  if (config.remoteUrl) options.remoteUrl = config.remoteUrl;
+  if (typeof config.remoteModel === "string") options.remoteModel = config.remoteModel;
+  if (config.remoteEngine) options.remoteEngine = config.remoteEngine;
+  if (typeof config.remoteTimeout === "number" && config.remoteTimeout > 0) options.remoteTimeout = config.remoteTimeout;
   if (config.mode) options.mode = config.mode;
   if (config.splice) options.splice = config.splice;
   if (isCount(config.threads)) options.nThreads = config.threads;
@@ -124,7 +139,9 @@ export function summary(command: string, result: unknown): string | undefined {
   const stats = r.stats as Record<string, unknown> | undefined;
   if (command === EDIT && stats && typeof stats === "object") {
     const ops = Number(stats.ops) > 0 ? `${plural(Number(stats.ops), "op")}, ` : ""; // rewrite mode has none
-    const figures = `${ops}${Number(stats.splicedTokens)} copied / ${Number(stats.generatedTokens)} generated, ${Number(stats.seconds).toFixed(1)} s`;
+    // a remote server's copies are prefix-cache hits it does not count: its requests instead
+    const copied = Number(stats.requests) > 0 ? plural(Number(stats.requests), "request") : `${Number(stats.splicedTokens)} copied`;
+    const figures = `${ops}${copied} / ${Number(stats.generatedTokens)} generated, ${Number(stats.seconds).toFixed(1)} s`;
     return r.applied === false ? `${figures}, not applied` : figures;
   }
   return undefined;

@@ -42,8 +42,22 @@ describe("settings -> initializationOptions", () => {
     assert.deepEqual(logic.initializationOptions({}), {});
   });
 
+  test("remote backend settings", () => {
+    assert.deepEqual(
+      logic.initializationOptions({
+        backend: "remote", remoteUrl: "http://gpu:8000/v1", remoteModel: "", remoteEngine: "vllm", remoteTimeout: 0,
+      }),
+      { backend: "remote", remoteUrl: "http://gpu:8000/v1", remoteModel: "", remoteEngine: "vllm" },
+    );
+  });
+
   test("package.json defaults map to the server's defaults (copyedit_lsp/config.py)", () => {
     const defaults: logic.Config = {
+      backend: properties["copyedit.backend"].default as string,
+      remoteUrl: properties["copyedit.remote.url"].default as string,
+      remoteModel: properties["copyedit.remote.model"].default as string,
+      remoteEngine: properties["copyedit.remote.engine"].default as string,
+      remoteTimeout: properties["copyedit.remote.timeout"].default as number,
       model: properties["copyedit.model"].default as string,
       mode: properties["copyedit.mode"].default as string,
       splice: properties["copyedit.splice"].default as string,
@@ -53,7 +67,12 @@ describe("settings -> initializationOptions", () => {
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
     };
     assert.deepEqual(logic.initializationOptions(defaults), {
+      backend: "local",
       model: "qwen2.5-coder-0.5b",
+      remoteUrl: "http://127.0.0.1:8080/v1",
+      remoteModel: "",
+      remoteEngine: "llama.cpp",
+      remoteTimeout: 60,
       mode: "program",
       splice: "prefill",
       nGpuLayers: 0,
@@ -160,6 +179,10 @@ describe("status text", () => {
 
   test("rewrite mode has no ops", () => {
     assert.equal(logic.summary(logic.EDIT, { applied: true, stats: { ...STATS, ops: 0, splicedTokens: 0 } }), "0 copied / 35 generated, 1.8 s");
+    assert.equal(
+      logic.summary(logic.EDIT, { applied: true, stats: { ...STATS, splicedTokens: 0, requests: 13 } }),
+      "12 ops, 13 requests / 35 generated, 1.8 s",
+    );
   });
 
   test("refactor, cancel, nothing", () => {

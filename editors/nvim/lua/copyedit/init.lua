@@ -225,9 +225,10 @@ local function describe(result)
     table.insert(
       parts,
       string.format(
-        '%s ops, %s copied / %s generated tokens, %.1f s',
+        '%s ops, %s / %s generated tokens, %.1f s',
         s.ops or '?',
-        s.splicedTokens or '?',
+        -- a remote server's copies are prefix-cache hits it does not count: its requests instead
+        (tonumber(s.requests) or 0) > 0 and (s.requests .. ' requests') or ((s.splicedTokens or '?') .. ' copied'),
         s.generatedTokens or '?',
         tonumber(s.seconds) or 0
       )

@@ -1,0 +1,436 @@
+"""The remote backend: edits decoded by an OpenAI-compatible completions server.
+
+The program loop is the decoder's, one op per request: the prompt is the edit's prompt so
+far, the grammar (:func:`~copyedit_lsp.grammar.op_grammar`) admits exactly one op, and the
+server stops where the op ends.  A copy is spliced by appending the copied lines to the next
+request's prompt, so the server's prefix cache evaluates only what is new (the tag and the
+lines) in one prefill.  Answers stream, so progress shows and closing the stream cancels.
+
+Engines: ``llama.cpp`` (llama-server and llama-cpp-python's server: ``grammar`` and
+``cache_prompt`` fields) and ``vllm`` (0.10.2 or later: ``structured_outputs.grammar``,
+automatic prefix caching).  The API key comes from the environment (:data:`API_KEY_VARIABLE`)
+and is never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from .decoder import (
+    MODES,
+    PROGRESS_INTERVAL,
+    Cancelled,
+    ContextOverflow,
+    DecodeError,
+    EditResult,
+    EditStats,
+    _newline_of,
+    _whole_lines,
+    check_edit,
+    fence_at,
+    rewritten_text,
+)
+from .grammar import literal_grammar, op_grammar
+from .program import GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, Program, unescape
+from .prompt import ChatTemplate, SourceView, as_model_sees
+from .resolver import resolve
+
+API_KEY_VARIABLE = "COPYEDIT_API_KEY"
+ENGINES = ("llama.cpp", "vllm")
+REMOTE_MODES = tuple(mode for mode in MODES if mode != "lookup")  # a server drafts on its own
+BYTES_PER_TOKEN = 3  # a cautious estimate for code: the edit's budget without the model's tokenizer
+RETRIES = 3  # attempts after the first, for requests that may be repeated
+BACKOFF = 0.5  # seconds before the first retry; doubled each time
+_COPY = re.compile(r'<copy lines="(\d+)-(\d+)"/>\n')
+_CONTEXT = re.compile(r"context (length|size|window)|maximum context|input tokens", re.IGNORECASE)
+
+
+class RemoteError(DecodeError):
+    """The server could not be reached or did not answer as asked; nothing is applied."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the server is: its base URL (``http://host:port/v1``), model name, engine, timeout."""
+
+    url: str
+    model: str = ""  # empty: the first model the server lists
+    engine: str = "llama.cpp"
+    timeout: float = 60.0  # seconds without a byte from the server
+    api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"the remote engine must be one of {ENGINES}, not {self.engine!r}")
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"the remote URL must start with http:// or https://, not {self.url!r}")
+
+
+@dataclass
+class Answer:
+    """One completion: its text, why it stopped, and what the server reported of its prompt."""
+
+    text: str = ""
+    finish_reason: str | None = None
+    pieces: int = 0  # streamed chunks that carried text
+    completion_tokens: int | None = None
+    prompt_evaluated: int | None = None  # prompt tokens the server evaluated (not from its cache)
+    prompt_cached: int | None = None  # prompt tokens the server took from its cache
+
+
+class Completions:
+    """An OpenAI-compatible completions API: listing models, streaming one completion."""
+
+    def __init__(self, endpoint: Endpoint):
+        self.endpoint = endpoint
+        self.client = self._connect()
+
+    def _connect(self) -> httpx.Client:
+        """A client with a new connection pool (keep-alive connections are reused between ops)."""
+        endpoint = self.endpoint
+        return httpx.Client(
+            base_url=endpoint.url.rstrip("/") + "/",
+            headers={"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {},
+            timeout=httpx.Timeout(endpoint.timeout, connect=min(endpoint.timeout, 10.0)),
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def models(self) -> list[str]:
+        """The names of the models the server serves (``GET /models``, retried: it is idempotent)."""
+        response = self._send(self.client.build_request("GET", "models"), idempotent=True)
+        try:
+            return [model["id"] for model in response.json()["data"]]
+        except (ValueError, KeyError, TypeError) as error:
+            raise RemoteError(f"{self.endpoint.url}/models did not list models: {error}") from None
+
+    def stream(
+        self,
+        prompt: str,
+        *,
+        grammar: str | None,
+        max_tokens: int,
+        model: str,
+        on_piece: Callable[[Answer], bool],
+    ) -> Answer:
+        """Complete ``prompt`` greedily under ``grammar``.  ``on_piece`` sees the answer grow and
+        returns True once it is complete (or raises): the stream is closed, which cancels the
+        generation on the server."""
+        body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
+        if self.endpoint.engine == "llama.cpp":
+            body |= {"cache_prompt": True, "repeat_penalty": 1.0}
+            if grammar is not None:
+                body["grammar"] = grammar
+        elif grammar is not None:
+            body["structured_outputs"] = {"grammar": grammar}
+        request = self.client.build_request("POST", "completions", json=body)
+        response = self._send(request, idempotent=False, stream=True)
+        answer = Answer()
+        try:
+            for chunk in _events(response):
+                if chunk is None:  # [DONE]
+                    break
+                _read_chunk(chunk, answer)
+                if on_piece(answer):
+                    break
+            else:  # the stream ended unfinished (llama-cpp-python streams its errors that way)
+                self._why_unfinished(body)
+        except httpx.TimeoutException:
+            raise RemoteError(f"the server sent nothing for {self.endpoint.timeout:g} s") from None
+        except httpx.HTTPError as error:
+            raise RemoteError(f"the connection to {self.endpoint.url} broke: {error}") from None
+        finally:
+            response.close()
+        return answer
+
+    def _why_unfinished(self, body: dict) -> None:
+        """Raise the server's error for a stream that ended unfinished: the same request, not
+        streamed and cut to one token, gets it as an HTTP error.  The server may have dropped the
+        connection the stream used: the pool starts afresh."""
+        self.client.close()
+        self.client = self._connect()
+        request = self.client.build_request("POST", "completions", json=body | {"stream": False, "max_tokens": 1})
+        self._send(request, idempotent=False).close()
+        raise RemoteError(f"the server at {self.endpoint.url} ended the stream before the answer was complete")
+
+    def _send(self, request: httpx.Request, *, idempotent: bool, stream: bool = False) -> httpx.Response:
+        """Send ``request``; retry with backoff when it never reached the server, or when it is
+        idempotent and the server was busy or the connection failed."""
+        url = self.endpoint.url
+        for attempt in range(RETRIES + 1):
+            last = attempt == RETRIES
+            try:
+                response = self.client.send(request, stream=stream)
+            except httpx.ConnectError as error:  # nothing was sent: safe to repeat any request
+                if last:
+                    raise RemoteError(f"cannot reach the server at {url}: {error}") from None
+            except httpx.TimeoutException:
+                if last or not idempotent:
+                    raise RemoteError(f"the server at {url} did not answer within {self.endpoint.timeout:g} s") from None
+            except httpx.HTTPError as error:
+                if last or not idempotent:
+                    raise RemoteError(f"the request to {url} failed: {error}") from None
+            else:
+                if response.status_code < 400:
+                    return response
+                if not (idempotent and response.status_code in (429, 502, 503, 504) and not last):
+                    raise _http_error(response, url)
+                response.close()
+            time.sleep(BACKOFF * 2**attempt)
+        raise AssertionError("unreachable")
+
+
+def _events(response: httpx.Response) -> Iterator[dict | None]:
+    """The JSON payloads of a server-sent event stream; None for ``[DONE]``, its end."""
+    for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            yield None
+            return
+        try:
+            yield json.loads(data)
+        except ValueError:
+            raise RemoteError(f"the server streamed something that is not JSON: {data[:200]!r}") from None
+
+
+def _read_chunk(chunk: dict, answer: Answer) -> None:
+    """Add one streamed chunk to ``answer``: text, finish reason, token counts, cache use."""
+    if "error" in chunk:
+        raise RemoteError(f"the server stopped with an error: {_message(chunk)}")
+    for choice in chunk.get("choices") or []:
+        if choice.get("text"):
+            answer.text += choice["text"]
+            answer.pieces += 1
+        answer.finish_reason = choice.get("finish_reason") or answer.finish_reason
+    usage = chunk.get("usage") or {}
+    if usage.get("completion_tokens") is not None:
+        answer.completion_tokens = usage["completion_tokens"]
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")  # vLLM
+    if cached is not None and usage.get("prompt_tokens") is not None:
+        answer.prompt_cached, answer.prompt_evaluated = cached, usage["prompt_tokens"] - cached
+    timings = chunk.get("timings") or {}  # llama-server
+    if timings.get("prompt_n") is not None:
+        answer.prompt_evaluated, answer.prompt_cached = timings["prompt_n"], timings.get("cache_n")
+
+
+def _message(payload: object) -> str:
+    """The error message in an OpenAI-style, llama.cpp-style or FastAPI-style error body."""
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            return str(error.get("message") or error.get("detail") or error)
+        return str(payload.get("message") or payload.get("detail") or error)
+    return str(payload)
+
+
+def _http_error(response: httpx.Response, url: str) -> DecodeError:
+    """A clear error for a refused request: context overflow, no grammar support, key, model."""
+    response.read()
+    try:
+        message = _message(response.json())
+    except ValueError:
+        message = response.text[:500] or response.reason_phrase
+    status = response.status_code
+    if status in (400, 413) and _CONTEXT.search(message):
+        return ContextOverflow(f"the edit does not fit the server's context: {message}")
+    if "grammar" in message.lower():
+        return RemoteError(f"the server at {url} rejected the grammar (does it support GBNF grammars?): {message}")
+    if status in (401, 403):
+        return RemoteError(f"the server at {url} refused the API key (set {API_KEY_VARIABLE}): {message}")
+    if status == 404:
+        return RemoteError(f"no such endpoint or model at {url}: {message}")
+    return RemoteError(f"the server at {url} answered {status}: {message}")
+
+
+class _Session:
+    """One edit's requests: cancellation, progress and the stats they add up to."""
+
+    def __init__(self, remote: RemoteDecoder, stats: EditStats, stop, on_progress):
+        self.remote = remote
+        self.stats = stats
+        self.stop = stop
+        self.on_progress = on_progress
+        self.reported = time.perf_counter()
+        self.done: Callable[[Answer], bool] = lambda answer: False
+
+    def complete(self, prompt: str, grammar: str | None, max_tokens: int) -> Answer:
+        """One streamed request; it is closed early once :attr:`done` says the answer is complete."""
+        self.check_stop()
+        started = time.perf_counter()
+        chosen = self.stats.chosen_tokens
+
+        def on_piece(answer: Answer) -> bool:
+            self.stats.chosen_tokens = chosen + answer.pieces
+            self.check_stop()
+            if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
+                self.report()
+            return self.done(answer)
+
+        try:
+            answer = self.remote.completions.stream(
+                prompt, grammar=grammar, max_tokens=max_tokens, model=self.remote.model, on_piece=on_piece
+            )
+        finally:
+            self.stats.requests += 1
+            self.stats.decode_seconds += time.perf_counter() - started
+        self.stats.chosen_tokens = chosen + (answer.completion_tokens or answer.pieces)
+        self.stats.prefill_tokens += answer.prompt_evaluated or 0
+        self.stats.prefix_reused_tokens += answer.prompt_cached or 0
+        return answer
+
+    def check_stop(self) -> None:
+        if self.stop is not None and self.stop():
+            raise Cancelled("the edit was cancelled")
+
+    def report(self) -> None:
+        self.reported = time.perf_counter()
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
+
+
+class RemoteDecoder:
+    """Edits text with a model served elsewhere; the same modes and results as :class:`Decoder`
+    (but ``lookup``: a server does its own speculative decoding)."""
+
+    def __init__(self, endpoint: Endpoint, *, max_gen_tokens: int = 512, max_new_tokens: int = 4096):
+        self.completions = Completions(endpoint)
+        self.template = ChatTemplate({})  # ChatML: the template of the Qwen2.5 family
+        self.max_gen_tokens = max_gen_tokens
+        self.max_new_tokens = max_new_tokens
+        self.model = endpoint.model
+
+    @classmethod
+    def connect(cls, endpoint: Endpoint) -> RemoteDecoder:
+        """Check that the server answers and serves the model (the first it lists when none is named)."""
+        if endpoint.api_key is None and os.environ.get(API_KEY_VARIABLE):
+            endpoint = Endpoint(endpoint.url, endpoint.model, endpoint.engine, endpoint.timeout, os.environ[API_KEY_VARIABLE])
+        remote = cls(endpoint)
+        try:
+            models = remote.completions.models()
+            if not models:
+                raise RemoteError(f"the server at {endpoint.url} serves no model")
+            if endpoint.model and endpoint.model not in models:
+                raise RemoteError(f"the server at {endpoint.url} does not serve {endpoint.model!r}; it serves {models}")
+        except Exception:
+            remote.close()
+            raise
+        remote.model = endpoint.model or models[0]
+        return remote
+
+    def close(self) -> None:
+        self.completions.close()
+
+    def warm(self, prompt: str) -> None:
+        """Have the server's prefix cache hold ``prompt`` (one request for one token, not counted)."""
+        self.completions.stream(prompt, grammar=None, max_tokens=1, model=self.model, on_piece=lambda answer: False)
+
+    def edit(
+        self,
+        source: str,
+        instruction: str,
+        *,
+        mode: str = "program",
+        splice: str = "prefill",
+        language: str = "",
+        program: Program | None = None,
+        ordered: bool = False,
+        examples: str = "default",
+        stop: Callable[[], bool] | None = None,
+        on_progress: Callable[[EditStats], None] | None = None,
+    ) -> EditResult:
+        """Edit ``source`` by ``instruction`` as :meth:`Decoder.edit` does, one request per op."""
+        check_edit(mode, splice, examples, program, REMOTE_MODES)
+        started = time.perf_counter()
+        session = _Session(self, EditStats(mode=mode, splice=splice), stop, on_progress)
+        prompt = self.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
+        # the local decoder's budget (twice the text, and some), counted in all generated tokens
+        budget = self.max_new_tokens if program else min(self.max_new_tokens, 2 * len(source.encode()) // BYTES_PER_TOKEN + 128)
+        if mode == "rewrite":
+            result = self._rewrite(session, prompt, source, budget)
+        else:
+            result = self._program(session, prompt, source, splice, program, ordered, budget)
+        session.stats.total_seconds = time.perf_counter() - started
+        return result
+
+    def _program(
+        self, session: _Session, prompt: str, source: str, splice: str, target: Program | None, ordered: bool, budget: int
+    ) -> EditResult:
+        view = SourceView.of(source)
+        n = len(view.lines)
+        if target is not None:
+            target.validate(n)
+        stats = session.stats
+        ops: list[Op] = []
+        first = 1  # the first line a copy may start at
+        while stats.chosen_tokens < budget:
+            if target is not None:
+                goal = target.ops[len(ops)] if len(ops) < len(target.ops) else None
+                grammar = literal_grammar(_op_text(goal) if goal is not None else PROGRAM_CLOSE)
+            else:
+                grammar = op_grammar(n, first)
+            room = min(self.max_gen_tokens, budget - stats.chosen_tokens)
+            answer = session.complete(prompt, grammar, room)
+            op, ended = _read_op(answer, n)
+            if op is None:
+                break
+            ops.append(op)
+            prompt += answer.text
+            if isinstance(op, Copy):
+                first = op.end + 1 if ordered else 1
+                if splice == "prefill":
+                    prompt += view.span(op.start, op.end)
+                    stats.splice_calls += 1
+            stats.ops = len(ops)
+            session.report()
+            if ended:
+                break
+        program = Program(tuple(_whole_lines(ops, _newline_of(source))))
+        return EditResult(program, resolve(program, source), stats)
+
+    def _rewrite(self, session: _Session, prompt: str, source: str, budget: int) -> EditResult:
+        session.done = lambda answer: fence_at(answer.text.encode()) >= 0
+        answer = session.complete(prompt, None, budget)
+        code = answer.text.encode()
+        fence = fence_at(code)
+        code = code[:fence] if fence >= 0 else code
+        return EditResult(None, rewritten_text(code.decode("utf-8", errors="replace"), source), session.stats)
+
+
+def _op_text(op: Op) -> str:
+    """An op as the model writes it (a gen's text escaped, its line breaks ``\\n``)."""
+    if isinstance(op, Copy):
+        return op.to_text()
+    return GEN_OPEN + as_model_sees(op.text) + GEN_CLOSE
+
+
+def _read_op(answer: Answer, n_lines: int) -> tuple[Op | None, bool]:
+    """The op a grammar-constrained answer holds and whether the program ends after it; None at
+    the program's end.  An answer outside the grammar means the server ignored the grammar."""
+    text = answer.text
+    if answer.finish_reason == "length":  # out of tokens: keep a gen's whole lines, then stop
+        if text.startswith(GEN_OPEN) and "\n" in text[len(GEN_OPEN) :]:
+            body = text[len(GEN_OPEN) : text.rindex("\n") + 1]
+            return Gen(unescape(body)), True
+        return None, True
+    if text == PROGRAM_CLOSE:
+        return None, True
+    copy = _COPY.fullmatch(text)
+    if copy and 1 <= int(copy[1]) <= int(copy[2]) <= n_lines:
+        return Copy(int(copy[1]), int(copy[2])), False
+    if text.startswith(GEN_OPEN) and text.endswith(GEN_CLOSE) and len(text) > len(GEN_OPEN + GEN_CLOSE):
+        body = text[len(GEN_OPEN) : -len(GEN_CLOSE)]
+        return Gen(unescape(body)), not body.endswith(("\n", "\r"))
+    raise RemoteError(
+        f"the server's answer is not one op of the program grammar ({text[:80]!r}): it ignored the "
+        "grammar; use a server with GBNF grammar support and the matching remote engine"
+    )

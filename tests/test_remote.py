@@ -1,0 +1,359 @@
+"""The remote backend against a real server process: llama-cpp-python's own completions server
+on 127.0.0.1 with the default model, next to the local decoder with the same model."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from test_server import open_document, run_edit, start
+
+from copyedit_lsp import remote
+from copyedit_lsp.backend import Backend, Vocabulary
+from copyedit_lsp.checks import _die_with_parent
+from copyedit_lsp.config import Settings, updated
+from copyedit_lsp.datasets import load_items
+from copyedit_lsp.decoder import Cancelled, ContextOverflow, Decoder
+from copyedit_lsp.engine import Engine
+from copyedit_lsp.models import DEFAULT_MODEL
+from copyedit_lsp.program import Copy, Program
+from copyedit_lsp.prompt import SourceView
+from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
+from copyedit_lsp.resolver import oracle_program
+from copyedit_lsp.textedits import apply_lsp_edits
+
+PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` with a model, on a free port of 127.0.0.1; its log in a file."""
+
+    def __init__(self, model_path: Path, log: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log = log
+        command = [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", DEFAULT_MODEL,
+            "--n_ctx", "4096", "--n_threads", "2", "--n_batch", "2048", "--host", "127.0.0.1",
+            "--port", str(self.port), "--interrupt_requests", "False",
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=log.open("wb"), preexec_fn=_die_with_parent
+        )
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"the server exited: {log.read_text(errors='replace')[-2000:]}"
+            try:
+                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        raise TimeoutError("the server did not start in 180 s")
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size
+
+    def prefix_hits(self, since: int) -> list[tuple[int, int]]:
+        """(reused, evaluated) prompt tokens of each request logged after byte ``since``."""
+        with self.log.open("rb") as log:
+            log.seek(since)
+            text = log.read().decode(errors="replace")
+        return [(int(a), int(b)) for a, b in PREFIX_HIT.findall(text)]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def llama_server(default_model_path, tmp_path_factory):
+    server = LlamaServer(default_model_path, tmp_path_factory.mktemp("server") / "server.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def remote_decoder(llama_server):
+    decoder = RemoteDecoder.connect(Endpoint(llama_server.url))
+    yield decoder
+    decoder.close()
+
+
+@pytest.fixture(scope="module")
+def local_decoder(default_model_path):
+    decoder = Decoder(Backend(default_model_path, n_ctx=4096, n_threads=2))
+    yield decoder
+    decoder.close()
+
+
+@pytest.fixture(scope="module")
+def items():
+    return load_items("humanevalfix-python", limit=4)  # none runs out of budget (counted differently remotely)
+
+
+def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, local_decoder, items):
+    assert remote_decoder.model == DEFAULT_MODEL  # the first model the server lists
+    copies = 0
+    for item in items:
+        here = local_decoder.edit(item.before, item.instruction, language=item.language)
+        there = remote_decoder.edit(item.before, item.instruction, language=item.language)
+        assert there.program == here.program, item.id
+        assert there.text == here.text, item.id
+        assert there.stats.requests == len(there.program.ops) + 1  # one per op, one for the end
+        copies += sum(isinstance(op, Copy) for op in there.program.ops)
+    assert copies >= len(items)  # the model copies: the splice is exercised
+    for item in items[:2]:
+        here = local_decoder.edit(item.before, item.instruction, mode="rewrite", language=item.language)
+        there = remote_decoder.edit(item.before, item.instruction, mode="rewrite", language=item.language)
+        assert there.text == here.text, item.id
+        assert there.stats.requests == 1
+
+
+def test_forced_mode_writes_the_script_remotely(remote_decoder, items):
+    for item in items[:3]:
+        program = oracle_program(item.before, item.after)
+        result = remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)
+        assert result.program == program and result.text == item.after
+        assert result.stats.requests == len(program.ops) + 1
+
+
+def test_a_copy_is_spliced_by_the_servers_prefix_cache(remote_decoder, llama_server, items, default_model_path):
+    item = items[0]
+    view = SourceView.of(item.before)
+    program = Program((Copy(1, len(view.lines)),))
+    remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)  # warm the prefix
+    since = llama_server.log_size()
+    result = remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)
+    assert result.text == item.before
+    (first, reused_first), (second, evaluated_second) = [(a, b) for a, b in llama_server.prefix_hits(since)]
+    assert first > 300 and reused_first < 200  # the system prompt and examples came from the cache
+    # the request after the copy reused everything before it and evaluated the copied lines in it
+    vocabulary = Vocabulary(default_model_path)  # the server's model: the same tokenizer
+    try:
+        copied = len(vocabulary.tokenize(view.span(1, len(view.lines))))
+    finally:
+        vocabulary.close()
+    assert second >= first + reused_first
+    assert copied <= evaluated_second <= copied + 2
+
+
+def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, items):
+    item = items[1]
+    pieces = []
+
+    def stop() -> bool:
+        return len(pieces) >= 3
+
+    with pytest.raises(Cancelled):
+        remote_decoder.edit(item.before, item.instruction, mode="rewrite", stop=stop,
+                            on_progress=lambda stats: pieces.append(stats.chosen_tokens))
+    result = remote_decoder.edit(item.before, item.instruction, mode="forced",
+                                 program=oracle_program(item.before, item.after))
+    assert result.text == item.after
+
+
+def test_a_document_longer_than_the_servers_context_is_a_clear_error(remote_decoder):
+    source = "".join(f"value_{i} = {i} * {i} + {i}\n" for i in range(1500))
+    with pytest.raises(ContextOverflow, match="context"):
+        remote_decoder.edit(source, "Rename value to v.")
+
+
+def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_path):
+    path = tmp_path / "mean.py"
+    path.write_text("def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "copyedit_lsp.cli", "apply", str(path), "-i", "Fix the bug in mean.",
+         "--backend", "remote", "--remote-url", llama_server.url, "--json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["program"].startswith("<program>") and out["stats"]["requests"] >= 2
+    assert path.read_text() == "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n"  # apply writes only with --write
+    done = subprocess.run(
+        [sys.executable, "-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "2",
+         "--modes", "remote-forced", "--remote-url", llama_server.url, "--out", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["sets"]["humanevalfix-python"]["summary"]["remote-forced"]
+    assert summary["exact"] == 2 and summary["parse_rate"] == 1.0
+
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def remote_client(lsp_client: LanguageClient, llama_server):
+    await start(lsp_client, "visual-studio-code", {"backend": "remote", "remoteUrl": llama_server.url})
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_the_language_server_edits_through_the_remote_backend(remote_client):
+    uri = "file:///tmp/stats.py"
+    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    open_document(remote_client, uri, text, version=3)
+    cursor = {"line": 5, "character": 8}  # in mean(): the edit's scope
+    result = await run_edit(
+        remote_client, {"uri": uri, "range": {"start": cursor, "end": cursor}, "instruction": "Fix the bug in mean."}
+    )
+    assert result["stats"]["requests"] >= 2, result
+    if result["applied"] and result["edits"]:
+        (params,) = remote_client.applied
+        (change,) = params.edit.document_changes
+        assert change.text_document.version == 3
+        assert apply_lsp_edits(text, change.edits) == result["text"]
+    else:  # no change, or refused (e.g. by the syntax guard): nothing reaches the client
+        assert remote_client.applied == [], result
+
+
+# Plumbing: a stand-in HTTP server for failures a real server does not produce on demand.
+
+
+class FakeServer:
+    """Answers with canned responses per path; counts requests."""
+
+    def __init__(self, answers: dict[tuple[str, str], list[tuple[int, bytes, float]]], port: int = 0):
+        self.answers = answers
+        self.requests: list[tuple[str, str, dict]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _answer(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                fake.requests.append((method, self.path, dict(self.headers)))
+                self.rfile.read(length)
+                queue = fake.answers[(method, self.path)]
+                status, body, delay = queue.pop(0) if len(queue) > 1 else queue[0]
+                time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except BrokenPipeError:  # the client gave up waiting
+                    pass
+
+            def do_GET(self) -> None:
+                self._answer("GET")
+
+            def do_POST(self) -> None:
+                self._answer("POST")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+MODELS = (200, json.dumps({"data": [{"id": "m"}]}).encode(), 0.0)
+
+
+def sse(*texts: str) -> bytes:
+    chunks = [json.dumps({"choices": [{"text": t, "finish_reason": None}]}) for t in texts]
+    return "".join(f"data: {c}\n\n" for c in [*chunks, "[DONE]"]).encode()
+
+
+@pytest.fixture
+def fast_retries(monkeypatch):
+    monkeypatch.setattr(remote, "BACKOFF", 0.01)
+
+
+@pytest.mark.parametrize("answers, error", [
+    ({("POST", "/v1/completions"): [(200, sse("def f():\n", "    pass\n"), 0.0)]}, "ignored the grammar"),
+    ({("POST", "/v1/completions"): [(400, b'{"error": {"message": "invalid grammar: parse error"}}', 0.0)]},
+     "rejected the grammar"),
+    ({("POST", "/v1/completions"): [(401, b'{"error": {"message": "Invalid API key"}}', 0.0)]}, "COPYEDIT_API_KEY"),
+    ({("POST", "/v1/completions"): [(200, sse("<gen>\n"), 2.0)]}, "did not answer within"),
+])
+def test_server_failures_are_clear_errors(answers, error, monkeypatch, fast_retries):
+    monkeypatch.setenv(remote.API_KEY_VARIABLE, "secret-key-123")
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], **answers})
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url, timeout=0.5))
+        with pytest.raises(RemoteError, match=error) as raised:
+            decoder.edit("x = 1\n", "Change x.")
+        assert "secret-key-123" not in str(raised.value) and "secret-key-123" not in repr(decoder.completions.endpoint)
+        assert fake.requests[-1][2]["Authorization"] == "Bearer secret-key-123"
+        assert [r[:2] for r in fake.requests].count(("POST", "/v1/completions")) == 1  # a completion is never retried
+    finally:
+        fake.close()
+
+
+def test_only_idempotent_requests_are_retried(fast_retries):
+    busy = (503, b'{"error": {"message": "loading"}}', 0.0)
+    fake = FakeServer({("GET", "/v1/models"): [busy, busy, MODELS], ("POST", "/v1/completions"): [busy]})
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url))
+        assert decoder.model == "m" and len(fake.requests) == 3
+        with pytest.raises(RemoteError, match="503"):
+            decoder.edit("x = 1\n", "Change x.")
+        assert len(fake.requests) == 4
+    finally:
+        fake.close()
+
+
+def test_an_unreachable_server_is_a_clear_error(fast_retries):
+    with pytest.raises(RemoteError, match="cannot reach the server"):
+        RemoteDecoder.connect(Endpoint(f"http://127.0.0.1:{free_port()}/v1"))
+
+
+async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
+    port = free_port()
+    settings = updated(Settings(), {"backend": "remote", "remoteUrl": f"http://127.0.0.1:{port}/v1"})
+    engine = Engine()
+    try:
+        engine.load(settings).result()
+        with pytest.raises(RemoteError, match="cannot reach"):
+            await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
+        answers = [(200, sse('<copy lines="1-1"/>\n'), 0.0), (200, sse("</program>"), 0.0)]
+        fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): answers}, port=port)
+        try:
+            result = await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
+            assert result.program == Program((Copy(1, 1),)) and result.text == "x = 1\n"
+        finally:
+            fake.close()
+    finally:
+        engine.shutdown()
+
+
+def test_remote_settings_are_checked():
+    settings = updated(Settings(), {"backend": "remote", "remoteUrl": "http://gpu:8000/v1", "remoteEngine": "vllm"})
+    assert settings.endpoint() == Endpoint("http://gpu:8000/v1", "", "vllm", 60.0)
+    assert settings.model_keys != updated(settings, {"remoteModel": "other"}).model_keys
+    for bad, message in [
+        ({"backend": "cloud"}, "backend"),
+        ({"backend": "remote", "remoteUrl": "gpu:8000"}, "http"),
+        ({"backend": "remote", "remoteEngine": "tgi"}, "engine"),
+        ({"backend": "remote", "mode": "lookup"}, "lookup"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            updated(Settings(), bad)
