@@ -146,16 +146,16 @@ def test_a_copy_is_spliced_by_the_servers_prefix_cache(remote_decoder, llama_ser
     since = llama_server.log_size()
     result = remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)
     assert result.text == item.before
-    (first, reused_first), (second, evaluated_second) = [(a, b) for a, b in llama_server.prefix_hits(since)]
-    assert first > 300 and reused_first < 200  # the system prompt and examples came from the cache
+    (reused_1, evaluated_1), (reused_2, evaluated_2) = llama_server.prefix_hits(since)
+    assert reused_1 > 300 and evaluated_1 < 200  # the system prompt and examples came from the cache
     # the request after the copy reused everything before it and evaluated the copied lines in it
     vocabulary = Vocabulary(default_model_path)  # the server's model: the same tokenizer
     try:
         copied = len(vocabulary.tokenize(view.span(1, len(view.lines))))
     finally:
         vocabulary.close()
-    assert second >= first + reused_first
-    assert copied <= evaluated_second <= copied + 2
+    assert reused_2 >= reused_1 + evaluated_1
+    assert copied <= evaluated_2 <= copied + 2
 
 
 def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, items):
