@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 GRAMMAR_FILE = "copyedit.gbnf"
@@ -97,6 +97,7 @@ _GEN_RULES = ("gen", "last-gen", "line", "eol", "partial", "s0", "s1", "s2", "s3
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+@lru_cache(maxsize=32)  # asked for before every op of an edit, mostly with the same arguments
 def op_grammar(n_lines: int, first: int = 1) -> str:
     """GBNF for exactly one op of a program over ``n_lines`` lines: a copy of lines I..J with
     ``first`` <= I <= J <= n (none when ``first`` > n), a gen, or the program's end.

@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import httpx
 
@@ -261,10 +261,11 @@ class _Session:
         self.stop = stop
         self.on_progress = on_progress
         self.reported = time.perf_counter()
-        self.done: Callable[[Answer], bool] = lambda answer: False
 
-    def complete(self, prompt: str, grammar: str | None, max_tokens: int) -> Answer:
-        """One streamed request; it is closed early once :attr:`done` says the answer is complete."""
+    def complete(
+        self, prompt: str, grammar: str | None, max_tokens: int, done: Callable[[Answer], bool] | None = None
+    ) -> Answer:
+        """One streamed request; it is closed early once ``done`` says the answer is complete."""
         self.check_stop()
         started = time.perf_counter()
         chosen = self.stats.chosen_tokens
@@ -274,7 +275,7 @@ class _Session:
             self.check_stop()
             if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
                 self.report()
-            return self.done(answer)
+            return done is not None and done(answer)
 
         try:
             answer = self.remote.completions.stream(
@@ -313,7 +314,7 @@ class RemoteDecoder:
     def connect(cls, endpoint: Endpoint) -> RemoteDecoder:
         """Check that the server answers and serves the model (the first it lists when none is named)."""
         if endpoint.api_key is None and os.environ.get(API_KEY_VARIABLE):
-            endpoint = Endpoint(endpoint.url, endpoint.model, endpoint.engine, endpoint.timeout, os.environ[API_KEY_VARIABLE])
+            endpoint = replace(endpoint, api_key=os.environ[API_KEY_VARIABLE])
         remote = cls(endpoint)
         try:
             models = remote.completions.models()
@@ -398,8 +399,7 @@ class RemoteDecoder:
         return EditResult(program, resolve(program, source), stats)
 
     def _rewrite(self, session: _Session, prompt: str, source: str, budget: int) -> EditResult:
-        session.done = lambda answer: fence_at(answer.text.encode()) >= 0
-        answer = session.complete(prompt, None, budget)
+        answer = session.complete(prompt, None, budget, done=lambda answer: fence_at(answer.text.encode()) >= 0)
         code = answer.text.encode()
         fence = fence_at(code)
         code = code[:fence] if fence >= 0 else code

@@ -81,25 +81,27 @@ class WarmPrefixes:
         self.remote = remote
         self.examples = examples
         self.saved: dict[tuple, tuple[list[int], Snapshot]] = {}
+        self.remote_prefixes: dict[tuple, str] = {}
+
+    def _fixed_prefix(self, prompt: Callable[..., Sequence], mode: str, splice: str, language: str) -> Sequence:
+        """What ``prompt`` (text or tokens) writes the same for every item: the probes' common start."""
+        prompts = [
+            prompt(source, instruction, mode=mode, splice=splice, language=language, examples=self.examples)
+            for source, instruction in PROBES
+        ]
+        return prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)]
 
     def warm(self, mode: str, splice: str, language: str, *, remote: bool = False) -> None:
         family = ("program" if mode in ("program", "forced") else "rewrite", splice, language)
         if remote:
             assert self.remote is not None
-            prompts = [
-                self.remote.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language,
-                                                 examples=self.examples)
-                for source, instruction in PROBES
-            ]
-            self.remote.warm(prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)])
+            if family not in self.remote_prefixes:
+                self.remote_prefixes[family] = self._fixed_prefix(self.remote.template.edit_prompt, mode, splice, language)
+            self.remote.warm(self.remote_prefixes[family])
             return
         assert self.decoder is not None
         if family not in self.saved:
-            prompts = [
-                self.decoder.prompt(source, instruction, mode=mode, splice=splice, language=language, examples=self.examples)
-                for source, instruction in PROBES
-            ]
-            fixed = prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)]
+            fixed = list(self._fixed_prefix(self.decoder.prompt, mode, splice, language))
             self.decoder.backend.prefill(fixed)
             self.saved[family] = (fixed, self.decoder.backend.snapshot())
         fixed, snapshot = self.saved[family]
