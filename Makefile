@@ -1,7 +1,8 @@
 # The two commands a newcomer needs:
 #   make demo   set up, fetch the default model, run a real edit through the real server: edits, diff, stats
 #   make test   set up everything the tests use (packages, models, Neovim, the extension's npm
-#               packages) and run every test: the VS Code extension's, then the Python suite
+#               packages, the batch-invariant llama.cpp build) and run every test: the VS Code
+#               extension's, then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
 
@@ -17,7 +18,13 @@ NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
 endif
 
-.PHONY: demo test setup models neovim vscode
+# A second environment whose llama.cpp is built without llamafile's sgemm: with the batch_invariant
+# option its logits do not depend on batching (the identity check of the decoder's speedups). Built
+# apart from pip's wheel cache, which keys a wheel by its source, not by CMAKE_ARGS.
+EXACT := .venv-exact
+LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
+
+.PHONY: demo test setup models neovim vscode exact
 
 setup: $(STAMP)
 
@@ -26,6 +33,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+exact: $(EXACT)/.installed
+
+$(EXACT)/.installed: pyproject.toml
+	test -x $(EXACT)/bin/python || $(PYTHON) -m venv $(EXACT)
+	$(EXACT)/bin/python -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="-DGGML_LLAMAFILE=OFF $$CMAKE_ARGS" $(EXACT)/bin/python -m pip install --quiet --no-cache-dir \
+		--no-binary llama-cpp-python --force-reinstall --no-deps '$(LLAMA_CPP_PIN)'
+	$(EXACT)/bin/python -m pip install --quiet -e .
+	touch $@
 
 models: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b smollm2-135m
@@ -40,5 +57,5 @@ demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
 
-test: models neovim vscode
+test: models neovim vscode exact
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -53,8 +53,47 @@ def _quiet_stderr():
         os.close(fd)
 
 
+# llama.cpp's CPU matmul for a batch of 8 or more rows of K-quant weights; "0" keeps every batch on
+# the one-row kernel. Read once per process, at the first matmul.
+TILED_MATMUL_VARIABLE = "GGML_CPU_TILED_MM"
+
+
+def llama_system_info() -> str:
+    """llama.cpp's build and CPU features, e.g. ``AVX2 = 1 | LLAMAFILE = 1 | ...``."""
+    import llama_cpp
+
+    return llama_cpp.llama_print_system_info().decode()
+
+
+@contextlib.contextmanager
+def _model_params(**values):
+    """Set fields of the model params that ``llama_cpp.Llama`` builds but does not expose."""
+    from llama_cpp import llama_cpp as C
+
+    default = C.llama_model_default_params
+
+    def params():
+        built = default()
+        for name, value in values.items():
+            setattr(built, name, value)
+        return built
+
+    C.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        C.llama_model_default_params = default
+
+
 class Backend:
-    """One loaded model and its single-sequence KV cache."""
+    """One loaded model and its single-sequence KV cache.
+
+    ``batch_invariant`` makes a token's logits the same bits however the tokens before it were
+    batched (one at a time, or any split), so drafted and undrafted decoding agree token for token.
+    It needs llama.cpp built without llamafile's sgemm (``-DGGML_LLAMAFILE=OFF``, ``make exact``),
+    keeps every matmul on llama.cpp's one-row kernel and skips weight repacking: batches cost
+    more. It is checked by evaluating a probe both ways when the model loads.
+    """
 
     def __init__(
         self,
@@ -65,15 +104,23 @@ class Backend:
         n_gpu_layers: int = 0,
         n_batch: int = 2048,
         n_ubatch: int = 512,
+        batch_invariant: bool = False,
     ):
         import llama_cpp
         from llama_cpp import llama_cpp as C
 
         path = Path(model_path)
         check_gguf(path)
+        if batch_invariant:
+            if "LLAMAFILE = 1" in llama_system_info():
+                raise BackendError(
+                    "batch-invariant evaluation needs llama-cpp-python built without llamafile's sgemm "
+                    "(CMAKE_ARGS=-DGGML_LLAMAFILE=OFF; `make exact` builds one in .venv-exact)"
+                )
+            os.environ[TILED_MATMUL_VARIABLE] = "0"
         threads = n_threads or max(1, os.cpu_count() or 1)
         try:
-            with _quiet_stderr():
+            with _quiet_stderr(), _model_params(use_extra_bufts=not batch_invariant):
                 self.llama = llama_cpp.Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
@@ -83,6 +130,7 @@ class Backend:
                     n_batch=n_batch,
                     n_ubatch=min(n_ubatch, n_batch),
                     logits_all=False,
+                    flash_attn=False,  # llama.cpp's CPU flash attention tiles batches: not batch-invariant
                     # verbose=False would redirect the process's stdout to /dev/null while loading,
                     # which loses an LSP server's replies; only stderr is silenced (above).
                     verbose=True,
@@ -101,6 +149,28 @@ class Backend:
         self.counters = EvalCounters()
         self._pieces: dict[int, bytes] = {}
         self._vocab = C.llama_model_get_vocab(self.llama.model)
+        self.batch_invariant = batch_invariant
+        if batch_invariant:
+            try:
+                self._check_batch_invariance()
+            except BackendError:
+                self.close()
+                raise
+
+    def _check_batch_invariance(self, length: int = 16) -> None:
+        """Evaluate a probe in one batch and one token at a time: BackendError unless the bits agree."""
+        probe = self.tokenize("def probe(values):\n    return sorted(set(values))[:3]\n" * 2)[:length]
+        batched = self.eval(probe, logits_from=0)
+        self.truncate(0)
+        single = np.stack([self.eval([token]) for token in probe])
+        self.truncate(0)
+        self.counters = EvalCounters()
+        if not np.array_equal(batched, single):
+            raise BackendError(
+                f"llama.cpp's logits depend on batching here although batch invariance was asked for: "
+                f"{TILED_MATMUL_VARIABLE} is read at the process's first evaluation, so ask for batch "
+                f"invariance before any model is used (restart the server)"
+            )
 
     def close(self) -> None:
         if self._batch is not None:

@@ -139,6 +139,9 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
+    parser.add_argument("--batch-invariant", action="store_true",
+                        help="the same logits however tokens are batched: drafted and undrafted decoding agree "
+                             "token for token (slower; needs llama.cpp built without llamafile: make exact)")
 
 
 def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = True) -> None:
@@ -162,7 +165,7 @@ def _settings(args: argparse.Namespace, **values):
     values = {"backend": getattr(args, "backend", "local")} | values
     return Settings(
         model=args.model, n_ctx=args.n_ctx, n_threads=args.threads,
-        n_gpu_layers=args.gpu_layers, remote_url=args.remote_url, remote_model=args.remote_model,
+        n_gpu_layers=args.gpu_layers, batch_invariant=args.batch_invariant, remote_url=args.remote_url, remote_model=args.remote_model,
         remote_engine=args.remote_engine, remote_timeout=args.remote_timeout, **values,
     ).check()
 
@@ -239,6 +242,8 @@ def _server_options(args: argparse.Namespace) -> dict:
             "backend": "remote", "remoteUrl": args.remote_url, "remoteModel": args.remote_model,
             "remoteEngine": args.remote_engine, "remoteTimeout": args.remote_timeout,
         }
+    if args.batch_invariant:
+        options["batchInvariant"] = True
     return options | ({"nThreads": args.threads} if args.threads else {})
 
 
@@ -262,6 +267,7 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
         n_ctx=max(args.n_ctx, args.prefix + max(kernel.SPANS) + 64),
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
+        batch_invariant=args.batch_invariant,
     )
     result = kernel.kernel_benchmark(backend, prefix_tokens=args.prefix, trials=args.trials)
     json_path, png_path = kernel.write_outputs(result, Path(args.out))
@@ -284,7 +290,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     result = edits.edits_benchmark(
         decoder, sets, modes=modes, remote=remote, ordered=args.ordered, examples=args.examples, timeout=args.timeout
     )
-    result |= {"model": args.model, "seed": args.seed, "limit": args.limit}
+    result |= {"model": args.model, "seed": args.seed, "limit": args.limit, "batch_invariant": args.batch_invariant}
     kernel_path = Path(args.kernel)
     if "forced" in result["modes"] and kernel_path.is_file():
         result["bounds"] = edits.bound_table(result, json.loads(kernel_path.read_text()))

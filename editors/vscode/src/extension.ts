@@ -55,6 +55,7 @@ function readConfig(): logic.Config {
     splice: config.get<string>("splice"),
     threads: config.get<number | null>("threads"),
     gpuLayers: config.get<number>("gpuLayers"),
+    batchInvariant: config.get<boolean>("batchInvariant"),
     nCtx: config.get<number>("nCtx"),
     syntaxGuard: config.get<boolean>("syntaxGuard"),
   };

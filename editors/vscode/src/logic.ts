@@ -29,6 +29,7 @@ export interface Config {
   splice?: string;
   threads?: number | null;
   gpuLayers?: number;
+  batchInvariant?: boolean;
   nCtx?: number;
   syntaxGuard?: boolean;
 }
@@ -45,6 +46,7 @@ export interface ServerSettings {
   splice?: string;
   nThreads?: number | null;
   nGpuLayers?: number;
+  batchInvariant?: boolean;
   nCtx?: number;
   syntaxGuard?: boolean;
 }
@@ -62,6 +64,7 @@ export function initializationOptions(config: Config): ServerSettings {
   if (config.splice) options.splice = config.splice;
   if (isCount(config.threads)) options.nThreads = config.threads;
   if (Number.isInteger(config.gpuLayers)) options.nGpuLayers = config.gpuLayers;
+  if (typeof config.batchInvariant === "boolean") options.batchInvariant = config.batchInvariant;
   if (isCount(config.nCtx)) options.nCtx = config.nCtx;
   if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
   return options;

@@ -20,6 +20,7 @@ describe("settings -> initializationOptions", () => {
       splice: "none",
       threads: null,
       gpuLayers: -1,
+      batchInvariant: true,
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -28,6 +29,7 @@ describe("settings -> initializationOptions", () => {
       mode: "rewrite",
       splice: "none",
       nGpuLayers: -1,
+      batchInvariant: true,
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -63,6 +65,7 @@ describe("settings -> initializationOptions", () => {
       splice: properties["copyedit.splice"].default as string,
       threads: properties["copyedit.threads"].default as null,
       gpuLayers: properties["copyedit.gpuLayers"].default as number,
+      batchInvariant: properties["copyedit.batchInvariant"].default as boolean,
       nCtx: properties["copyedit.nCtx"].default as number,
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
     };
@@ -76,6 +79,7 @@ describe("settings -> initializationOptions", () => {
       mode: "program",
       splice: "prefill",
       nGpuLayers: 0,
+      batchInvariant: false,
       nCtx: 4096,
       syntaxGuard: true,
     });

@@ -1,0 +1,109 @@
+"""Batch-invariant evaluation, and with it the decoder's speedups checked token for token.
+
+llama.cpp's CPU kernels round a batch differently from one token (llamafile's sgemm from two rows,
+the tiled K-quant matmul from eight), so a draft verified in a batch can flip a near tie. In the
+environment ``make exact`` builds (llama.cpp without llamafile) the ``batch_invariant`` option makes
+the logits the same bits however tokens are batched; there the speedups must change no token.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from copyedit_lsp.backend import Backend, BackendError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXACT_PYTHON = ROOT / ".venv-exact" / "bin" / "python"
+SPEEDUP_MODES = "program,program-plain,program-no-force,program-no-merge,program-no-tags,program-no-gens"
+
+LOGITS_BY_SPLIT = """
+import json, sys
+import numpy as np
+from copyedit_lsp.backend import Backend
+
+backend = Backend(sys.argv[1], n_ctx=1024, n_threads=2, batch_invariant=True)
+tokens = backend.tokenize(open(sys.argv[2]).read())[:240]
+prefix, tail = tokens[:200], tokens[200:]
+
+def logits(split):
+    backend.truncate(0)
+    backend.eval(prefix)
+    rows, start = [], 0
+    for size in split:
+        rows.append(backend.eval(tail[start:start + size], logits_from=0))
+        start += size
+    return np.concatenate(rows)
+
+one_by_one = logits([1] * len(tail))
+splits = {"whole": [len(tail)], "13+27": [13, 27], "3s": [3] * 13 + [1], "30+10": [30, 10]}
+print(json.dumps({name: bool(np.array_equal(logits(split), one_by_one)) for name, split in splits.items()}))
+"""
+
+
+TOO_LATE = """
+import sys
+from copyedit_lsp.backend import Backend, BackendError
+
+first = Backend(sys.argv[1], n_ctx=256, n_threads=2)
+first.eval(first.tokenize("def f(x):\\n    return [x] * 16\\n"), logits_from=0)  # a batched matmul
+first.close()
+try:
+    Backend(sys.argv[1], n_ctx=256, n_threads=2, batch_invariant=True)
+except BackendError as error:
+    print(error)
+"""
+
+
+def _exact_python() -> Path:
+    assert EXACT_PYTHON.is_file(), "the batch-invariant environment is missing: run `make exact`"
+    return EXACT_PYTHON
+
+
+def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_path):
+    """The default environment's llama.cpp has llamafile's sgemm: the option fails with the fix named."""
+    with pytest.raises(BackendError, match="GGML_LLAMAFILE=OFF"):
+        Backend(default_model_path, n_ctx=256, batch_invariant=True)
+
+
+def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(default_model_path):
+    run = subprocess.run(
+        [str(_exact_python()), "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py")],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"whole": True, "13+27": True, "3s": True, "30+10": True}
+
+
+def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(default_model_path):
+    """llama.cpp reads its matmul switch once per process: the load-time probe catches a late ask."""
+    run = subprocess.run([str(_exact_python()), "-c", TOO_LATE, str(default_model_path)],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "depend on batching" in run.stdout and "restart the server" in run.stdout
+
+
+def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model_path, tmp_path):
+    """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
+    run = subprocess.run(
+        [str(_exact_python()), "-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "3",
+         "--threads", "2", "--batch-invariant", "--modes", SPEEDUP_MODES, "--out", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=1200, cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout)
+    assert result["batch_invariant"] is True
+    rows = {(row["id"], row["mode"]): row for row in result["sets"]["humanevalfix-python"]["rows"]}
+    ids = sorted({item for item, _ in rows})
+    assert len(ids) == 3
+    for item in ids:
+        program = rows[item, "program"]
+        for mode in SPEEDUP_MODES.split(",")[1:]:
+            assert rows[item, mode]["tokens"] == program["tokens"], (item, mode)
+            assert "divergence" not in rows[item, mode]
+    # not vacuous: the speedups drafted tokens and saved decode steps on these items
+    total = {mode: sum(rows[item, mode]["decode_steps"] for item in ids) for mode in SPEEDUP_MODES.split(",")}
+    assert sum(rows[item, "program"]["accepted_tokens"] for item in ids) > 0
+    assert all(total["program"] < total[mode] for mode in total if mode != "program"), total
