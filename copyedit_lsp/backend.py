@@ -149,7 +149,6 @@ class Backend:
         self.counters = EvalCounters()
         self._pieces: dict[int, bytes] = {}
         self._vocab = C.llama_model_get_vocab(self.llama.model)
-        self.batch_invariant = batch_invariant
         if batch_invariant:
             try:
                 self._check_batch_invariance()

@@ -8,7 +8,6 @@ the logits the same bits however tokens are batched; there the speedups must cha
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -57,9 +56,12 @@ except BackendError as error:
 """
 
 
-def _exact_python() -> Path:
+def _run_exact(*args: str, timeout: float) -> str:
+    """Run ``.venv-exact``'s Python with ``args`` from the repository; its stdout (it must succeed)."""
     assert EXACT_PYTHON.is_file(), "the batch-invariant environment is missing: run `make exact`"
-    return EXACT_PYTHON
+    run = subprocess.run([str(EXACT_PYTHON), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
 
 
 def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_path):
@@ -69,31 +71,23 @@ def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_p
 
 
 def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(default_model_path):
-    run = subprocess.run(
-        [str(_exact_python()), "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py")],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"whole": True, "13+27": True, "3s": True, "30+10": True}
+    stdout = _run_exact("-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py"),
+                        timeout=600)
+    assert json.loads(stdout.strip().splitlines()[-1]) == {"whole": True, "13+27": True, "3s": True, "30+10": True}
 
 
 def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(default_model_path):
     """llama.cpp reads its matmul switch once per process: the load-time probe catches a late ask."""
-    run = subprocess.run([str(_exact_python()), "-c", TOO_LATE, str(default_model_path)],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "depend on batching" in run.stdout and "restart the server" in run.stdout
+    stdout = _run_exact("-c", TOO_LATE, str(default_model_path), timeout=300)
+    assert "depend on batching" in stdout and "restart the server" in stdout
 
 
 def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model_path, tmp_path):
     """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
-    run = subprocess.run(
-        [str(_exact_python()), "-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "3",
-         "--threads", "2", "--batch-invariant", "--modes", SPEEDUP_MODES, "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=1200, cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    result = json.loads(run.stdout)
+    stdout = _run_exact("-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "3",
+                        "--threads", "2", "--batch-invariant", "--modes", SPEEDUP_MODES, "--out", str(tmp_path), "--json",
+                        timeout=1200)
+    result = json.loads(stdout)
     assert result["batch_invariant"] is True
     rows = {(row["id"], row["mode"]): row for row in result["sets"]["humanevalfix-python"]["rows"]}
     ids = sorted({item for item, _ in rows})
