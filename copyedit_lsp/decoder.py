@@ -9,7 +9,8 @@ Modes (one model, one prompt family, one set of counters):
 * ``lookup``: rewrite accelerated by prompt-lookup speculative decoding: a draft of the tokens
   that followed the last few output tokens in the original is verified in one batch, and the
   longest prefix the greedy model agrees with is kept.  Its output is ``rewrite``'s but for
-  near ties: llama.cpp's batched and one-token evaluations round differently.
+  near ties: llama.cpp's batched and one-token evaluations round differently (with
+  ``batch_invariant`` evaluation they do not, and the outputs are the same).
 * ``forced``: executes a given program at exactly the cost a perfect model would pay.
 
 Structural positions are constrained by a trie over the token sequences of the possible
