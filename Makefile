@@ -24,9 +24,18 @@ endif
 EXACT := .venv-exact
 LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
 
-.PHONY: demo test setup models neovim vscode exact
+.PHONY: demo test setup train models neovim vscode exact
 
 setup: $(STAMP)
+
+# The [train] extra (PyTorch's CPU build from this machine's disk, transformers, peft, gguf): for
+# `copyedit train` and its tests; the runtime and `make demo` do without it.
+TRAIN_STAMP := $(VENV)/.installed-train
+train: $(TRAIN_STAMP)
+
+$(TRAIN_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,train]'
+	touch $@
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,5 +66,5 @@ demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
 
-test: models neovim vscode exact
+test: models train neovim vscode exact
 	$(BIN)/python -m pytest -q -p no:cacheprovider

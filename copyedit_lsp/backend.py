@@ -149,6 +149,8 @@ class Backend:
         self.counters = EvalCounters()
         self._pieces: dict[int, bytes] = {}
         self._vocab = C.llama_model_get_vocab(self.llama.model)
+        self._adapters: dict[Path, object] = {}  # loaded LoRA adapters by path
+        self.adapter: Path | None = None  # the adapter set on the context
         if batch_invariant:
             try:
                 self._check_batch_invariance()
@@ -175,7 +177,36 @@ class Backend:
         if self._batch is not None:
             self._C.llama_batch_free(self._batch)
             self._batch = None
+        for adapter in self._adapters.values():
+            self._C.llama_adapter_lora_free(adapter)
+        self._adapters = {}
         self.llama.close()
+
+    def use_adapter(self, path: str | Path | None) -> None:
+        """Evaluate with the LoRA adapter GGUF at ``path`` (loaded once), or with none.
+
+        Changing it empties the KV cache: what is cached was computed with other weights."""
+        path = Path(path) if path is not None else None
+        if path == self.adapter:
+            return
+        C = self._C
+        if path is None:
+            status = C.llama_set_adapters_lora(self._ctx, None, 0, None)
+        else:
+            if path not in self._adapters:
+                if not path.is_file():
+                    raise BackendError(f"no LoRA adapter at {path}")
+                with _quiet_stderr():
+                    adapter = C.llama_adapter_lora_init(self.llama.model, str(path).encode())
+                if not adapter:
+                    raise BackendError(f"llama.cpp could not load the LoRA adapter {path} for {self.path.name}")
+                self._adapters[path] = adapter
+            adapters = (C.llama_adapter_lora_p_ctypes * 1)(self._adapters[path])
+            status = C.llama_set_adapters_lora(self._ctx, adapters, 1, (ctypes.c_float * 1)(1.0))
+        if status != 0:
+            raise BackendError(f"llama.cpp could not set the LoRA adapter {path} (status {status})")
+        self.truncate(0)
+        self.adapter = path
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -303,6 +334,19 @@ class Vocabulary:
             raise BackendError(f"llama.cpp could not load the vocabulary of {path}")
         self._C = C
         self.vocab = C.llama_model_get_vocab(self._model)  # llama.cpp's handle, for its own samplers
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The GGUF's key-value metadata (the chat template, the architecture, ...)."""
+        C = self._C
+        values = {}
+        buffer = ctypes.create_string_buffer(1 << 16)
+        for i in range(C.llama_model_meta_count(self._model)):
+            C.llama_model_meta_key_by_index(self._model, i, buffer, len(buffer))
+            key = buffer.value.decode("utf-8", errors="replace")
+            C.llama_model_meta_val_str_by_index(self._model, i, buffer, len(buffer))
+            values[key] = buffer.value.decode("utf-8", errors="replace")
+        return values
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         """Tokens of ``text``, no BOS; ``special`` parses control tokens such as ``<|im_start|>``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 
 from . import __version__
@@ -139,6 +140,9 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
+    parser.add_argument("--adapter", default="default",
+                        help="program modes' span selector: default (the model's shipped adapter), none, "
+                             "a shipped name or a LoRA adapter .gguf")
     parser.add_argument("--batch-invariant", action="store_true",
                         help="the same logits however tokens are batched: drafted and undrafted decoding agree "
                              "token for token (slower; needs llama.cpp built without llamafile: make exact)")
@@ -165,7 +169,7 @@ def _settings(args: argparse.Namespace, **values):
     values = {"backend": getattr(args, "backend", "local")} | values
     return Settings(
         model=args.model, n_ctx=args.n_ctx, n_threads=args.threads,
-        n_gpu_layers=args.gpu_layers, batch_invariant=args.batch_invariant, remote_url=args.remote_url, remote_model=args.remote_model,
+        n_gpu_layers=args.gpu_layers, batch_invariant=args.batch_invariant, adapter=args.adapter, remote_url=args.remote_url, remote_model=args.remote_model,
         remote_engine=args.remote_engine, remote_timeout=args.remote_timeout, **values,
     ).check()
 
@@ -236,7 +240,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def _server_options(args: argparse.Namespace) -> dict:
     """The server's initializationOptions from the model (and remote) arguments."""
-    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers}
+    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers, "adapter": args.adapter}
     if getattr(args, "backend", "local") == "remote":
         options |= {
             "backend": "remote", "remoteUrl": args.remote_url, "remoteModel": args.remote_model,
@@ -288,7 +292,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     decoder = _load_decoder(args) if len(remote_modes) < len(modes) else None
     remote = _load_decoder(args, backend="remote") if remote_modes else None
     result = edits.edits_benchmark(
-        decoder, sets, modes=modes, remote=remote, ordered=args.ordered, examples=args.examples, timeout=args.timeout
+        decoder, sets, modes=modes, remote=remote, ordered=not args.unordered, examples=args.examples, timeout=args.timeout
     )
     result |= {"model": args.model, "seed": args.seed, "limit": args.limit, "batch_invariant": args.batch_invariant}
     kernel_path = Path(args.kernel)
@@ -328,6 +332,27 @@ def cmd_bench_lsp(args: argparse.Namespace) -> int:
     path = lsp.write_json(result, Path(args.out))
     print(json.dumps(result, indent=2) if args.json else lsp.format_table(result))
     print(f"\nwrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``copyedit train``: build the data, train the span selector's LoRA, export its GGUF adapter."""
+    from dataclasses import replace
+
+    from .train.data import Recipe
+    from .train.lora import TrainOptions
+    from .train.pipeline import TrainPlan, run
+
+    options = TrainOptions(threads=args.threads or 2, epochs=args.epochs, max_steps=args.max_steps,
+                           max_tokens=args.max_tokens, accumulate=args.accumulate, learning_rate=args.learning_rate)
+    recipe = Recipe(seed=args.seed)
+    if args.scale != 1.0:
+        recipe = replace(recipe, counts=tuple((k, max(1, round(n * args.scale))) for k, n in recipe.counts))
+    plan = TrainPlan(out=Path(args.out), model=args.model, recipe=recipe, distill=round(args.distill * args.scale),
+                     examples=args.examples, options=options)
+    card = run(plan)
+    print(json.dumps({k: card[k] for k in ("steps", "trained_tokens", "tokens_per_second", "final_train_loss", "sha256")}))
+    print(f"adapter: {Path(args.out) / 'adapter.gguf'}", file=sys.stderr)
     return 0
 
 
@@ -389,9 +414,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "remote-program, remote-rewrite, remote-forced on the --remote-url server")
     _add_remote_arguments(edits, backend=False)
     edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
-    edits.add_argument("--ordered", action="store_true", help="program modes: a copy starts after the previous copy")
-    edits.add_argument("--examples", choices=["default", "none", "extended"], default="default",
-                       help="the prompt's few-shot examples")
+    edits.add_argument("--unordered", action="store_true",
+                       help="program modes: a copy may start anywhere (by default after the previous copy)")
+    edits.add_argument("--examples", choices=["default", "none", "extended"], default=None,
+                       help="the prompt's few-shot examples (default: the adapter's set in program modes, else default)")
     edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
     edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
     edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
@@ -414,6 +440,22 @@ def build_parser() -> argparse.ArgumentParser:
     lsp.add_argument("--out", default="bench-results", help="folder for lsp.json")
     lsp.add_argument("--json", action="store_true")
     lsp.set_defaults(func=cmd_bench_lsp)
+
+    train = commands.add_parser("train", help="train the span selector (a LoRA adapter; needs the [train] extra)")
+    train.add_argument("--model", default=DEFAULT_MODEL, help="the base model (a name or a GGUF path)")
+    train.add_argument("--out", default="train-runs/selector", help="the run's folder (an interrupted run resumes)")
+    train.add_argument("--seed", type=int, default=0, help="the data recipe's seed")
+    train.add_argument("--scale", type=float, default=1.0, help="multiply every count of the data recipe")
+    train.add_argument("--distill", type=int, default=80, help="self-distilled edits (the base model's rewrites)")
+    train.add_argument("--examples", choices=["default", "none", "extended"], default="none",
+                       help="the prompt's few-shot examples while training (and with the adapter)")
+    train.add_argument("--epochs", type=float, default=1.0)
+    train.add_argument("--accumulate", type=int, default=8, help="sequences per optimizer step")
+    train.add_argument("--learning-rate", type=float, default=2e-4)
+    train.add_argument("--max-tokens", type=int, default=1024, help="longer sequences are left out")
+    train.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    train.add_argument("--threads", type=int, help="CPU threads (default 2)")
+    train.set_defaults(func=cmd_train)
     return parser
 
 

@@ -21,6 +21,7 @@ class Settings:
     n_threads: int | None = None  # default: every core
     n_gpu_layers: int = 0
     batch_invariant: bool = False  # the same logits however tokens are batched (a build without llamafile)
+    adapter: str = "default"  # the program modes' span selector: default, none, a shipped name or a .gguf path
     mode: str = "program"  # "program", "rewrite" or "lookup"
     splice: str = "prefill"  # "prefill" or "none"
     max_new_tokens: int = 2048
@@ -63,7 +64,8 @@ class Settings:
         """The settings that need the model reloaded when they change."""
         if self.backend == "remote":
             return (self.backend, self.endpoint())
-        return (self.backend, self.model, self.n_ctx, self.n_threads, self.n_gpu_layers, self.batch_invariant)
+        return (self.backend, self.model, self.n_ctx, self.n_threads, self.n_gpu_layers, self.batch_invariant,
+                self.adapter)
 
 
 _converter = cattrs.Converter(forbid_extra_keys=False)

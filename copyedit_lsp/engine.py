@@ -19,7 +19,7 @@ def open_decoder(settings: Settings, *, progress: bool = False) -> Decoder | Rem
         return RemoteDecoder.connect(settings.endpoint())
     return Decoder.load(
         settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, n_gpu_layers=settings.n_gpu_layers,
-        batch_invariant=settings.batch_invariant, progress=progress,
+        batch_invariant=settings.batch_invariant, adapter=settings.adapter, progress=progress,
     )
 
 

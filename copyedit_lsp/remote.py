@@ -344,12 +344,13 @@ class RemoteDecoder:
         splice: str = "prefill",
         language: str = "",
         program: Program | None = None,
-        ordered: bool = False,
-        examples: str = "default",
+        ordered: bool = True,
+        examples: str | None = None,
         stop: Callable[[], bool] | None = None,
         on_progress: Callable[[EditStats], None] | None = None,
     ) -> EditResult:
         """Edit ``source`` by ``instruction`` as :meth:`Decoder.edit` does, one request per op."""
+        examples = examples or "default"
         check_edit(mode, splice, examples, program, REMOTE_MODES)
         started = time.perf_counter()
         session = _Session(self, EditStats(mode=mode, splice=splice), stop, on_progress)

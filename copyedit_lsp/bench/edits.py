@@ -76,17 +76,17 @@ class WarmPrefixes:
     snapshot), so no mode reuses the prompt of another mode's edit of the same item; a remote
     server's cache is made to hold the prefix by one untimed request."""
 
-    def __init__(self, decoder: Decoder | None, examples: str, remote: RemoteDecoder | None = None):
+    def __init__(self, decoder: Decoder | None, examples: str | None, remote: RemoteDecoder | None = None):
         self.decoder = decoder
         self.remote = remote
         self.examples = examples
         self.saved: dict[tuple, tuple[list[int], Snapshot]] = {}
         self.remote_prefixes: dict[tuple, str] = {}
 
-    def _fixed_prefix(self, prompt: Callable[..., Sequence], mode: str, splice: str, language: str) -> Sequence:
+    def _fixed_prefix(self, prompt: Callable[..., Sequence], mode: str, splice: str, language: str, examples: str) -> Sequence:
         """What ``prompt`` (text or tokens) writes the same for every item: the probes' common start."""
         prompts = [
-            prompt(source, instruction, mode=mode, splice=splice, language=language, examples=self.examples)
+            prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
             for source, instruction in PROBES
         ]
         return prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)]
@@ -96,12 +96,15 @@ class WarmPrefixes:
         if remote:
             assert self.remote is not None
             if family not in self.remote_prefixes:
-                self.remote_prefixes[family] = self._fixed_prefix(self.remote.template.edit_prompt, mode, splice, language)
+                self.remote_prefixes[family] = self._fixed_prefix(
+                    self.remote.template.edit_prompt, mode, splice, language, self.examples or "default")
             self.remote.warm(self.remote_prefixes[family])
             return
         assert self.decoder is not None
+        self.decoder.prepare(mode)  # the mode's adapter first: changing it empties the cache
         if family not in self.saved:
-            fixed = list(self._fixed_prefix(self.decoder.prompt, mode, splice, language))
+            examples = self.decoder.examples_for(mode, self.examples)
+            fixed = list(self._fixed_prefix(self.decoder.prompt, mode, splice, language, examples))
             self.decoder.backend.prefill(fixed)
             self.saved[family] = (fixed, self.decoder.backend.snapshot())
         fixed, snapshot = self.saved[family]
@@ -161,7 +164,7 @@ def first_divergence(
     return at, float(abs(logits[reference[at]] - logits[other[at]])), logits
 
 
-def _mark_divergences(decoder: Decoder | None, items: Sequence[EditItem], rows: list[dict], examples: str) -> None:
+def _mark_divergences(decoder: Decoder | None, items: Sequence[EditItem], rows: list[dict], examples: str | None) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
     by_key = {(r["id"], r["mode"]): r for r in rows}
     for item in items:
@@ -171,6 +174,7 @@ def _mark_divergences(decoder: Decoder | None, items: Sequence[EditItem], rows: 
             if row is None or base is None or row["tokens"] == base["tokens"]:
                 continue
             options = MODES[reference]
+            decoder.prepare(options["mode"])
             prompt = decoder.prompt(item.before, item.instruction, mode=options["mode"], splice=options["splice"],
                                     language=item.language, examples=examples)
             at, gap, _ = first_divergence(decoder, prompt, base["tokens"], row["tokens"])
@@ -183,8 +187,8 @@ def edits_benchmark(
     *,
     modes: Sequence[str] = tuple(BASE_MODES),
     remote: RemoteDecoder | None = None,
-    ordered: bool = False,
-    examples: str = "default",
+    ordered: bool = True,
+    examples: str | None = None,
     timeout: float = 10.0,
     progress: bool = True,
     on_row: Callable[[dict], None] | None = None,
@@ -199,7 +203,9 @@ def edits_benchmark(
         if (remote if MODES[name].get("remote") else decoder) is None:
             raise ValueError(f"mode {name} needs {'a remote server' if MODES[name].get('remote') else 'a local model'}")
     prefixes = WarmPrefixes(decoder, examples, remote)
-    result = {"modes": list(modes), "ordered": ordered, "examples": examples, "sets": {}}
+    selector = decoder.selector if decoder is not None else None
+    result = {"modes": list(modes), "ordered": ordered, "examples": examples,
+              "adapter": selector.name if selector else None, "sets": {}}
     total = sum(len(items) for items in sets.values()) * len(modes)
     with tqdm(total=total, desc="bench edits", unit=" edits", file=sys.stderr, disable=not progress) as bar:
         for set_name, items in sets.items():

@@ -56,6 +56,7 @@ function readConfig(): logic.Config {
     threads: config.get<number | null>("threads"),
     gpuLayers: config.get<number>("gpuLayers"),
     batchInvariant: config.get<boolean>("batchInvariant"),
+    adapter: config.get<string>("adapter"),
     nCtx: config.get<number>("nCtx"),
     syntaxGuard: config.get<boolean>("syntaxGuard"),
   };

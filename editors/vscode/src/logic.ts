@@ -30,6 +30,7 @@ export interface Config {
   threads?: number | null;
   gpuLayers?: number;
   batchInvariant?: boolean;
+  adapter?: string;
   nCtx?: number;
   syntaxGuard?: boolean;
 }
@@ -47,6 +48,7 @@ export interface ServerSettings {
   nThreads?: number | null;
   nGpuLayers?: number;
   batchInvariant?: boolean;
+  adapter?: string;
   nCtx?: number;
   syntaxGuard?: boolean;
 }
@@ -65,6 +67,7 @@ export function initializationOptions(config: Config): ServerSettings {
   if (isCount(config.threads)) options.nThreads = config.threads;
   if (Number.isInteger(config.gpuLayers)) options.nGpuLayers = config.gpuLayers;
   if (typeof config.batchInvariant === "boolean") options.batchInvariant = config.batchInvariant;
+  if (config.adapter) options.adapter = config.adapter;
   if (isCount(config.nCtx)) options.nCtx = config.nCtx;
   if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
   return options;

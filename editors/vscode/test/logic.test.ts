@@ -21,6 +21,7 @@ describe("settings -> initializationOptions", () => {
       threads: null,
       gpuLayers: -1,
       batchInvariant: true,
+      adapter: "none",
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -30,6 +31,7 @@ describe("settings -> initializationOptions", () => {
       splice: "none",
       nGpuLayers: -1,
       batchInvariant: true,
+      adapter: "none",
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -66,6 +68,7 @@ describe("settings -> initializationOptions", () => {
       threads: properties["copyedit.threads"].default as null,
       gpuLayers: properties["copyedit.gpuLayers"].default as number,
       batchInvariant: properties["copyedit.batchInvariant"].default as boolean,
+      adapter: properties["copyedit.adapter"].default as string,
       nCtx: properties["copyedit.nCtx"].default as number,
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
     };
@@ -80,6 +83,7 @@ describe("settings -> initializationOptions", () => {
       splice: "prefill",
       nGpuLayers: 0,
       batchInvariant: false,
+      adapter: "default",
       nCtx: 4096,
       syntaxGuard: true,
     });

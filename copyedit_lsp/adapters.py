@@ -1,0 +1,86 @@
+"""Trained span selectors: LoRA adapters (llama.cpp GGUF) that teach a base model to write programs.
+
+The shipped adapters lie in the repository's ``adapters/`` (inside the installed package as
+``copyedit_lsp/adapters``), each with its sha256, checked before it is used, and the prompt's
+few-shot set it was trained with.  ``copyedit train`` rebuilds them (README: the recipe).
+The ``adapter`` setting: ``default`` (the shipped adapter of the model, if there is one), ``none``,
+a shipped adapter's name, or a path to an adapter GGUF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .models import ModelError
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A LoRA adapter for one base model and the example set of the prompt it was trained with."""
+
+    name: str
+    path: Path
+    model: str | None = None  # the base model's name (None: a user's adapter, any model)
+    examples: str = "none"
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class ShippedAdapter:
+    model: str
+    file: str
+    sha256: str
+    examples: str = "none"
+
+
+SHIPPED: dict[str, ShippedAdapter] = {
+    "qwen2.5-coder-0.5b": ShippedAdapter("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b.gguf", "2e2ec99ed62dc5e7658f49e9a5d7539b4622878e7c2d5f8354782ff17e6da9fa", "none"),
+}
+
+
+def adapters_dir() -> Path:
+    """The shipped adapters: inside the installed package, else the repository's ``adapters/``."""
+    here = Path(__file__).resolve().parent
+    inside = here / "adapters"
+    return inside if inside.is_dir() else here.parent / "adapters"
+
+
+@cache
+def _verified(path: Path, sha256: str) -> bool:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest() == sha256
+
+
+def resolve_selector(setting: str, model: str) -> Selector | None:
+    """The selector the ``adapter`` setting names for ``model`` (a model name), or None.
+
+    Raises ModelError for an unknown name, a missing file, a shipped adapter whose sha256 does
+    not match, or a shipped adapter of another base model."""
+    if setting == "none":
+        return None
+    if setting == "default":
+        name = next((n for n, a in SHIPPED.items() if a.model == model), None)
+        if name is None:
+            return None
+        setting = name
+    if setting in SHIPPED:
+        shipped = SHIPPED[setting]
+        if shipped.model != model:
+            raise ModelError(f"the adapter {setting} is for {shipped.model}, not {model}")
+        path = adapters_dir() / shipped.file
+        if not path.is_file():
+            raise ModelError(f"the shipped adapter {setting} is missing: {path}")
+        if not _verified(path, shipped.sha256):
+            raise ModelError(f"the shipped adapter {path} does not match its sha256 (corrupt or replaced)")
+        return Selector(setting, path, shipped.model, shipped.examples, shipped.sha256)
+    path = Path(setting).expanduser()
+    if path.suffix != ".gguf" or not path.is_file():
+        known = ", ".join(["default", "none", *SHIPPED])
+        raise ModelError(f"no adapter {setting!r}: give one of {known}, or the path of a LoRA adapter .gguf")
+    return Selector(path.stem, path.resolve())

@@ -1,0 +1,576 @@
+"""Training edits built deterministically from code on this machine, never from evaluation data.
+
+Sources: the Python standard library and the packages of the running environment, and the
+JavaScript under the VS Code extension's ``node_modules`` (after ``npm ci``).  Regions are the
+sizes the server edits: a function, a class, a run of a file's top-level definitions.  Edit kinds
+(:data:`KINDS`), each with several phrasings of its instruction:
+
+* ``bug``: a synthetic bug (an operator, a comparison, an off-by-one, a wrong variable, swapped
+  arguments, a deleted condition or line, a negated test, a wrong return value) whose reversal is
+  the fix; ``bugs``: two of them; ``file-bug``: one in a run of a file's definitions;
+* ``docstring``, ``comments``, ``types``: what real code has and the before-text lacks;
+* ``rename``: a local name, or the function itself, renamed everywhere in the region;
+* ``distill`` (:mod:`.distill`): the base model's own rewrites of real code, kept where they parse.
+
+:func:`check_no_leak` refuses any edit that holds an evaluation item's before- or after-text.
+The data is built by a command, never committed: it is other people's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import random
+import re
+import sysconfig
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..scope import LANGUAGES, syntax_errors
+from ..resolver import split_lines
+
+PY_KEYWORDS = set(keyword.kwlist) | {"self", "cls", "print", "len", "range", "str", "int", "list", "dict", "set"}
+JS_KEYWORDS = {
+    "var", "let", "const", "function", "return", "if", "else", "for", "while", "do", "new", "this", "typeof",
+    "null", "undefined", "true", "false", "in", "of", "instanceof", "break", "continue", "switch", "case",
+    "default", "throw", "try", "catch", "finally", "class", "extends", "super", "delete", "void", "yield",
+    "async", "await", "static", "get", "set", "arguments", "exports", "module", "require", "console",
+}
+NEW_NAMES = ("result", "total", "item", "value", "index", "items", "data", "entry", "node", "size", "current",
+             "buffer", "record", "names", "count", "source", "target", "parts", "output", "options")
+
+BUG_PHRASES = ("Fix bugs in {name}.", "Fix the bug in {name}.", "{name} has a bug: fix it.",
+               "Find and fix the bug in {name}.", "Correct the error in {name}.", "Fix {name}.")
+PHRASES = {
+    "docstring": ("Add a docstring to {name}.", "Document {name} with a docstring.", "Write a docstring for {name}."),
+    "jsdoc": ("Add a JSDoc comment to {name}.", "Document {name} with a JSDoc comment."),
+    "comments": ("Add comments to {name}.", "Comment the code of {name}.", "Explain {name} with comments."),
+    "types": ("Add type hints to {name}.", "Annotate {name} with type hints.", "Add type annotations to {name}."),
+    "rename": ("Rename {old} to {new} in {name}.", "Rename the variable {old} to {new}.", "Call {old} {new} instead."),
+    "rename-function": ("Rename the function {old} to {new}.", "Rename {old} to {new}."),
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training edit: the instruction and the region before and after."""
+
+    kind: str
+    language: str
+    instruction: str
+    before: str
+    after: str
+    origin: str  # the file and line the region came from
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+@dataclass(frozen=True)
+class Region:
+    """A definition's text (whole lines), its name, its file and first line."""
+
+    text: str
+    name: str
+    language: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How many edits of each kind to build, and the region sizes (lines)."""
+
+    seed: int = 0
+    counts: tuple[tuple[str, int], ...] = (
+        ("bug", 560), ("bugs", 110), ("file-bug", 60), ("docstring", 70), ("comments", 60), ("types", 60),
+        ("rename", 80),
+    )
+    javascript_share: float = 0.35  # of every kind a JavaScript region can take
+    min_lines: int = 3
+    max_lines: int = 45
+    max_file_lines: int = 90
+
+
+# --- sources -------------------------------------------------------------------------------------
+
+
+def python_files() -> list[Path]:
+    """The standard library's and this environment's site-packages' Python files, sorted."""
+    roots = {Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])}
+    files: set[Path] = set()
+    for root in roots:
+        for path in root.rglob("*.py"):
+            parts = set(path.relative_to(root).parts)
+            if parts & {"test", "tests", "idlelib", "lib2to3", "site-packages"} and root.name != "site-packages":
+                continue
+            if parts & {"test", "tests"}:
+                continue
+            files.add(path)
+    return sorted(files)
+
+
+def javascript_files(node_modules: Path) -> list[Path]:
+    """Plain (not minified) JavaScript files under ``node_modules``, sorted."""
+    if not node_modules.is_dir():
+        return []
+    return sorted(p for p in node_modules.rglob("*.js") if not p.name.endswith(".min.js") and p.is_file())
+
+
+_PY_DEFS = {"function_definition", "class_definition"}
+_JS_DEFS = {"function_declaration", "class_declaration", "method_definition", "generator_function_declaration"}
+
+
+def regions_of(text: str, language: str, origin: str, recipe: Recipe) -> list[Region]:
+    """Definitions of ``text`` between the recipe's line bounds, each as whole lines."""
+    from tree_sitter import Parser
+
+    if any(len(line) > 200 for line in text.splitlines()[:200]):
+        return []  # generated or minified
+    source = text.encode()
+    tree = Parser(LANGUAGES[language]).parse(source)
+    kinds = _PY_DEFS if language == "python" else _JS_DEFS
+    lines = split_lines(text)
+    out = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(reversed(node.children))
+        if node.type not in kinds or node.has_error:
+            continue
+        first, last = node.start_point[0], node.end_point[0]
+        if not recipe.min_lines <= last - first + 1 <= recipe.max_lines:
+            continue
+        line_start = source.rfind(b"\n", 0, node.start_byte) + 1
+        if source[line_start : node.start_byte].strip():
+            continue  # the definition does not start its line
+        name = node.child_by_field_name("name")
+        region = "".join(lines[first : last + 1])
+        if name is None or not region.endswith("\n") or "\t" in region or "\r" in region:
+            continue
+        out.append(Region(_dedent(region), name.text.decode(), language, f"{origin}:{first + 1}"))
+    return out
+
+
+def _dedent(text: str) -> str:
+    lines = text.splitlines(True)
+    indent = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
+    return "".join(line[indent:] if line.strip() else line.lstrip(" ") for line in lines)
+
+
+def top_level_run(text: str, language: str, origin: str, rng: random.Random, max_lines: int) -> list[Region]:
+    """A run of consecutive top-level functions of a file (at most ``max_lines``), as regions of
+    the file's text; empty when the file has fewer than three."""
+    from tree_sitter import Parser
+
+    source = text.encode()
+    tree = Parser(LANGUAGES[language]).parse(source)
+    kinds = {"function_definition"} if language == "python" else {"function_declaration"}
+    nodes = [n for n in tree.root_node.children if n.type in kinds and not n.has_error]
+    if len(nodes) < 3 or tree.root_node.has_error:
+        return []
+    lines = split_lines(text)
+    start = rng.randrange(0, len(nodes) - 2)
+    run = [nodes[start]]
+    for node in nodes[start + 1 :]:
+        if node.end_point[0] - run[0].start_point[0] + 1 > max_lines:
+            break
+        run.append(node)
+    if len(run) < 3:
+        return []
+    return [
+        Region("".join(lines[n.start_point[0] : n.end_point[0] + 1]), n.child_by_field_name("name").text.decode(),
+               language, f"{origin}:{n.start_point[0] + 1}")
+        for n in run
+    ]
+
+
+# --- synthetic bugs ------------------------------------------------------------------------------
+
+Mutation = Callable[[str, str, random.Random, set[str]], str | None]
+
+
+def _swap(pairs: tuple[tuple[str, str], ...]) -> Mutation:
+    def mutate(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+        found = [(a, b) for a, b in pairs if a in _code(line)] + [(b, a) for a, b in pairs if b in _code(line)]
+        if not found:
+            return None
+        old, new = rng.choice(found)
+        starts = [m.start() for m in re.finditer(re.escape(old), line)]
+        at = rng.choice(starts)
+        return line[:at] + new + line[at + len(old) :]
+
+    return mutate
+
+
+def _code(line: str) -> str:
+    """The line without string literals or a trailing comment (so mutations stay in code)."""
+    line = re.sub(r"(['\"]).*?\1", "", line)
+    return re.split(r"#|//", line)[0]
+
+
+def _constant(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+    if "'" in line or '"' in line or "`" in line:
+        return None
+    found = list(re.finditer(r"(?<![\w.])([0-3])(?![\w.])", _code(line)))
+    if not found:
+        return None
+    match = rng.choice(found)
+    value = int(match.group(1)) + rng.choice((-1, 1) if match.group(1) != "0" else (1,))
+    return line[: match.start()] + str(value) + line[match.end() :]
+
+
+def _off_by_one(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+    code = _code(line)
+    options = [(m, f"{m.group(0)[:-1]} - 1)") for m in re.finditer(r"len\([\w.]+\)", code)]
+    options += [(m, f"{m.group(0)[:-1]} + 1]") for m in re.finditer(r"\[[a-z_]\w*\]", code)]
+    options += [(m, f"{m.group(0)[:-1]} - 1)") for m in re.finditer(r"range\([\w.]+\)", code)]
+    if not options:
+        return None
+    match, new = rng.choice(options)
+    return line[: match.start()] + new + line[match.end() :]
+
+
+def _variable(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+    code = _code(line)
+    found = [m for m in re.finditer(r"(?<![\w.])([a-z_]\w*)\b(?!\s*[(=])", code) if m.group(1) in names]
+    others = sorted(names)
+    if not found or len(others) < 2:
+        return None
+    match = rng.choice(found)
+    new = rng.choice([n for n in others if n != match.group(1)])
+    return line[: match.start()] + new + line[match.end() :]
+
+
+def _swap_arguments(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+    found = list(re.finditer(r"(\w+\()([\w.]+), ([\w.]+)\)", _code(line)))
+    found = [m for m in found if m.group(2) != m.group(3)]
+    if not found:
+        return None
+    m = rng.choice(found)
+    return line[: m.start()] + f"{m.group(1)}{m.group(3)}, {m.group(2)})" + line[m.end() :]
+
+
+def _drop_condition(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+    if language == "python":
+        m = re.match(r"(\s*(?:if|elif|while) )(.+?) (and|or) (.+):\s*$", line)
+        if m:
+            return f"{m.group(1)}{rng.choice((m.group(2), m.group(4)))}:\n"
+        m = re.match(r"(\s*(?:if|elif|while) )not (.+):\s*$", line)
+        return f"{m.group(1)}{m.group(2)}:\n" if m else None
+    m = re.match(r"(\s*(?:if|while) \()(.+?) (&&|\|\|) (.+)(\) ?\{?)\s*$", line)
+    if m:
+        return f"{m.group(1)}{rng.choice((m.group(2), m.group(4)))}{m.group(5)}\n"
+    m = re.match(r"(\s*(?:if|while) \()!(\w+)(\) ?\{?)\s*$", line)
+    return f"{m.group(1)}{m.group(2)}{m.group(3)}\n" if m else None
+
+
+def _wrong_return(line: str, language: str, rng: random.Random, names: set[str]) -> str | None:
+    m = re.match(r"(\s*return )(.+?)(;?)\s*$", line)
+    if not m or m.group(2) in ("None", "null", "undefined", "true", "false", "True", "False"):
+        return None
+    none = "None" if language == "python" else "null"
+    value = m.group(2)
+    options = [none, f"not {value}" if language == "python" else f"!{value}"]
+    options += [n for n in sorted(names) if n != value][:3]
+    return f"{m.group(1)}{rng.choice(options)}{m.group(3)}\n"
+
+
+OPERATORS = (
+    (" + ", " - "), (" < ", " <= "), (" > ", " >= "), (" * ", " + "), (" += ", " -= "), (" < ", " > "),
+)
+PY_OPERATORS = OPERATORS + ((" == ", " != "), (" and ", " or "), ("True", "False"), (" is ", " is not "),
+                            (" in ", " not in "))
+JS_OPERATORS = OPERATORS + ((" === ", " !== "), (" == ", " != "), (" && ", " || "), ("true", "false"))
+
+MUTATIONS: dict[str, Mutation] = {
+    "operator": lambda line, language, rng, names: _swap(PY_OPERATORS if language == "python" else JS_OPERATORS)(
+        line, language, rng, names),
+    "constant": _constant,
+    "off-by-one": _off_by_one,
+    "variable": _variable,
+    "arguments": _swap_arguments,
+    "condition": _drop_condition,
+    "return": _wrong_return,
+}
+
+
+def _names(text: str, language: str) -> set[str]:
+    """Local-looking names used at least twice in ``text``."""
+    words = re.findall(r"(?<![\w.])([a-z_][a-z0-9_]*)\b", _strip_strings(text))
+    stop = PY_KEYWORDS if language == "python" else JS_KEYWORDS
+    return {w for w in set(words) if words.count(w) >= 2 and w not in stop and len(w) > 1}
+
+
+def _strip_strings(text: str) -> str:
+    return "\n".join(_code(line) for line in text.splitlines())
+
+
+def _body_lines(text: str) -> list[int]:
+    """Indices of lines a bug may go in: code lines after the definition's first line."""
+    lines = text.splitlines(True)
+    return [i for i in range(1, len(lines)) if lines[i].strip() and not lines[i].lstrip().startswith(("#", "//", "*", "/*", '"', "'"))]
+
+
+def inject_bug(text: str, language: str, rng: random.Random, avoid: set[int] = frozenset()) -> tuple[str, int] | None:
+    """``text`` with one synthetic bug that still parses, and the line it is on; None if none took."""
+    lines = text.splitlines(True)
+    names = _names(text, language)
+    candidates = [i for i in _body_lines(text) if i not in avoid]
+    kinds = list(MUTATIONS) + ["delete"]
+    for _ in range(12):
+        if not candidates:
+            return None
+        at = rng.choice(candidates)
+        kind = rng.choice(kinds)
+        if kind == "delete":
+            line = lines[at].strip()
+            if line.endswith((":", "{", "}", "(", ",", "[")) or line.startswith(("def ", "class ", "function ", "}", ")")):
+                continue
+            mutated = lines[:at] + lines[at + 1 :]
+        else:
+            new = MUTATIONS[kind](lines[at], language, rng, names)
+            if new is None or new == lines[at]:
+                continue
+            mutated = lines[:at] + [new if new.endswith("\n") else new + "\n"] + lines[at + 1 :]
+        result = "".join(mutated)
+        if result != text and syntax_errors(result, language) == 0:
+            return result, at
+    return None
+
+
+# --- what real code has and the before-text lacks ------------------------------------------------
+
+
+def strip_docstring(region: Region) -> str | None:
+    """A Python function without its docstring (None if it has none, or it spans one line only)."""
+    lines = region.text.splitlines(True)
+    if region.language != "python" or len(lines) < 3:
+        return None
+    first = next((i for i in range(1, len(lines)) if lines[i].strip()), None)
+    if first is None:
+        return None
+    stripped = lines[first].strip()
+    quote = stripped[:3]
+    if quote not in ('"""', "'''"):
+        return None
+    end = first if stripped.count(quote) >= 2 and len(stripped) > 3 else next(
+        (i for i in range(first + 1, len(lines)) if quote in lines[i]), None)
+    if end is None or end + 1 >= len(lines) or not "".join(lines[end + 1 :]).strip():
+        return None
+    return "".join(lines[:first] + lines[end + 1 :])
+
+
+def strip_comments(region: Region) -> str | None:
+    """The region without its full-line comments (None if it has none)."""
+    marker = "#" if region.language == "python" else "//"
+    lines = region.text.splitlines(True)
+    kept = [line for i, line in enumerate(lines) if i == 0 or not line.lstrip().startswith(marker)]
+    return "".join(kept) if len(kept) < len(lines) else None
+
+
+def strip_types(region: Region) -> str | None:
+    """A Python function without its parameter and return annotations (None if it has none)."""
+    from tree_sitter import Parser
+
+    if region.language != "python":
+        return None
+    source = region.text.encode()
+    tree = Parser(LANGUAGES["python"]).parse(source)
+    node = tree.root_node.children[0] if tree.root_node.children else None
+    if node is None or node.type != "function_definition":
+        return None
+    cuts: list[tuple[int, int, bytes]] = []
+    params = node.child_by_field_name("parameters")
+    for param in params.named_children if params else ():
+        if param.type == "typed_parameter":
+            name = param.named_children[0]
+            cuts.append((param.start_byte, param.end_byte, name.text))
+        elif param.type == "typed_default_parameter":
+            name, value = param.child_by_field_name("name"), param.child_by_field_name("value")
+            cuts.append((param.start_byte, param.end_byte, name.text + b"=" + value.text))
+    returns = node.child_by_field_name("return_type")
+    if returns is not None:
+        start = source.rfind(b"->", params.end_byte, returns.start_byte)
+        cuts.append((params.end_byte, returns.end_byte, b""))
+    if not cuts:
+        return None
+    for start, end, text in sorted(cuts, reverse=True):
+        source = source[:start] + text + source[end:]
+    result = source.decode()
+    return result if syntax_errors(result, "python") == 0 and result.count("\n") == region.text.count("\n") else None
+
+
+def rename(region: Region, rng: random.Random) -> tuple[str, str, str] | None:
+    """The region with a local name (or, one time in three, the function) renamed: text, old, new."""
+    names = sorted(n for n in _names(region.text, region.language) if len(n) > 2)
+    if rng.random() < 0.33 and re.fullmatch(r"[a-z_]\w*", region.name):
+        old = region.name
+    elif names:
+        old = rng.choice(names)
+    else:
+        return None
+    taken = set(re.findall(r"\w+", region.text))
+    new = rng.choice([n for n in NEW_NAMES if n not in taken] or ["renamed"])
+    if old == region.name:
+        new = f"{new}_{old}" if rng.random() < 0.5 else re.sub(r"^_*", "", old) + "_impl"
+    pattern = re.compile(rf"(?<![\w.'\"]){re.escape(old)}\b")
+    text = pattern.sub(new, region.text)
+    if text == region.text or syntax_errors(text, region.language) != 0:
+        return None
+    return text, old, new
+
+
+# --- the builder ---------------------------------------------------------------------------------
+
+
+def _rng(seed: int, *parts: str) -> random.Random:
+    digest = hashlib.sha256("\0".join((str(seed), *parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _phrase(rng: random.Random, phrases: tuple[str, ...], **values: str) -> str:
+    return rng.choice(phrases).format(**values)
+
+
+def make_example(kind: str, region: Region, rng: random.Random) -> Example | None:
+    """One edit of ``kind`` on ``region`` (``file-bug`` takes :func:`top_level_run` output), or None."""
+    language, name = region.language, region.name
+    before = after = None
+    instruction = ""
+    if kind == "bug":
+        bugged = inject_bug(region.text, language, rng)
+        if bugged:
+            before, after, instruction = bugged[0], region.text, _phrase(rng, BUG_PHRASES, name=name)
+    elif kind == "bugs":
+        first = inject_bug(region.text, language, rng)
+        second = first and inject_bug(first[0], language, rng, avoid={first[1]})
+        if second:
+            before, after = second[0], region.text
+            instruction = _phrase(rng, ("Fix bugs in {name}.", "Fix the bugs in {name}.", "{name} has bugs: fix them."), name=name)
+    elif kind == "docstring":
+        before, after = strip_docstring(region), region.text
+        instruction = _phrase(rng, PHRASES["docstring"], name=name)
+    elif kind == "comments":
+        before, after = strip_comments(region), region.text
+        instruction = _phrase(rng, PHRASES["comments"], name=name)
+    elif kind == "types":
+        before, after = strip_types(region), region.text
+        instruction = _phrase(rng, PHRASES["types"], name=name)
+    elif kind == "rename":
+        renamed = rename(region, rng)
+        if renamed:
+            before, (after, old, new) = region.text, renamed
+            phrases = PHRASES["rename-function" if old == name else "rename"]
+            instruction = _phrase(rng, phrases, old=old, new=new, name=name)
+    if before is None or after is None or before == after:
+        return None
+    return Example(kind, language, instruction, before, after, region.origin)
+
+
+def file_example(run: list[Region], rng: random.Random) -> Example | None:
+    """A bug in one function of a run of a file's top-level functions."""
+    target = rng.randrange(len(run))
+    bugged = inject_bug(run[target].text, run[target].language, rng)
+    if not bugged:
+        return None
+    joined = lambda texts: "\n\n".join(t.rstrip("\n") for t in texts) + "\n"
+    before = joined([bugged[0] if i == target else r.text for i, r in enumerate(run)])
+    after = joined([r.text for r in run])
+    name = run[target].name
+    return Example("file-bug", run[0].language, _phrase(rng, BUG_PHRASES, name=name), before, after, run[target].origin)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+    return text if len(text) < 400_000 else None
+
+
+def collect_regions(files: Iterable[Path], language: str, recipe: Recipe, per_file: int = 4) -> Iterator[tuple[Path, str, list[Region]]]:
+    """Each readable file's text and up to ``per_file`` regions, drawn by the recipe's seed."""
+    for path in files:
+        text = _read(path)
+        if text is None:
+            continue
+        regions = regions_of(text, language, path.name, recipe)
+        rng = _rng(recipe.seed, str(path.name), "regions")
+        rng.shuffle(regions)
+        yield path, text, regions[:per_file]
+
+
+def sources(node_modules: Path) -> dict[str, list[Path]]:
+    """The files training edits are drawn from, by language."""
+    return {"python": python_files(), "javascript": javascript_files(node_modules)}
+
+
+def build(recipe: Recipe, files: dict[str, list[Path]], forbidden: list[str],
+          progress: Callable[[int], None] | None = None) -> list[Example]:
+    """Every synthetic edit of the recipe from ``files`` (by language), in a deterministic order,
+    none holding a ``forbidden`` text."""
+    pools = {language: list(collect_regions(files.get(language, []), language, recipe))
+             for language in ("python", "javascript")}
+    examples: list[Example] = []
+    for kind, count in recipe.counts:
+        shares = {"javascript": round(count * recipe.javascript_share), "python": 0}
+        shares["python"] = count - shares["javascript"]
+        if kind in ("docstring", "types"):
+            shares = {"python": count, "javascript": 0}
+        for language, wanted in shares.items():
+            pool = pools[language]
+            if not pool:
+                continue
+            rng = _rng(recipe.seed, kind, language)
+            order = list(range(len(pool)))
+            rng.shuffle(order)
+            made = 0
+            for index in order:
+                if made >= wanted:
+                    break
+                path, text, regions = pool[index]
+                if kind == "file-bug":
+                    run = top_level_run(text, language, path.name, rng, recipe.max_file_lines)
+                    example = file_example(run, rng) if run else None
+                else:
+                    example = next((e for r in regions if (e := make_example(kind, r, rng))), None)
+                if example is None or leaks(example, forbidden):
+                    continue
+                examples.append(example)
+                made += 1
+                if progress:
+                    progress(1)
+    return examples
+
+
+def forbidden_texts() -> list[str]:
+    """The before- and after-texts of every shared evaluation item (stripped; short ones left out)."""
+    from ..datasets import PRESETS, load_items
+
+    texts = set()
+    for name in PRESETS:
+        try:
+            items = load_items(name)
+        except FileNotFoundError:
+            continue
+        for item in items:
+            texts |= {t.strip() for t in (item.before, item.after) if len(t.strip()) >= 40}
+    return sorted(texts)
+
+
+def leaks(example: Example, forbidden: list[str]) -> bool:
+    """Whether an evaluation text occurs in the example's before- or after-text."""
+    return any(text in example.before or text in example.after for text in forbidden)
+
+
+def check_no_leak(examples: list[Example], forbidden: list[str]) -> None:
+    """Raise ValueError if any example holds an evaluation item's text."""
+    bad = [e.origin for e in examples if leaks(e, forbidden)]
+    if bad:
+        raise ValueError(f"{len(bad)} training edits hold evaluation text, e.g. {bad[0]}")
+
+
+def node_modules_default() -> Path:
+    return Path(__file__).resolve().parents[2] / "editors" / "vscode" / "node_modules"
+

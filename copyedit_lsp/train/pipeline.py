@@ -1,0 +1,199 @@
+"""``copyedit train``: build the data, turn it into decoder-faithful sequences, train, export, card.
+
+Every step writes its output into the run's folder and is skipped when that output exists, so an
+interrupted run resumes (training itself from its last checkpoint):
+
+* ``examples.jsonl``: the synthetic edits (:mod:`.data`) and the distilled ones (:mod:`.distill`),
+  checked free of evaluation text;
+* ``sequences.jsonl``: each edit as the program prompt and its oracle program's tokens with the
+  loss mask (:mod:`.sequence`), 5% held out for validation;
+* ``checkpoint.pt``, ``adapter.gguf``, ``loss.png``, ``card.json``: the training (:mod:`.lora`).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from ..prompt import ChatTemplate
+from ..resolver import oracle_program
+from .data import Example, Recipe, build, check_no_leak, collect_regions, forbidden_texts, node_modules_default, sources
+from .lora import TrainOptions
+from .sequence import answer_sequence
+
+VAL_EVERY = 20  # one edit in 20 is held out
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """What ``copyedit train`` does: the base model, the data recipe, the prompt, the training."""
+
+    out: Path
+    model: str = "qwen2.5-coder-0.5b"
+    recipe: Recipe = Recipe()
+    distill: int = 80  # self-distilled edits
+    examples: str = "none"  # the prompt's few-shot set while training and with the adapter
+    node_modules: Path = field(default_factory=node_modules_default)
+    options: TrainOptions = TrainOptions()
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    tmp.replace(path)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> list[Example]:
+    """The synthetic and distilled edits of the plan (cached in ``examples.jsonl``)."""
+    from tqdm import tqdm
+
+    path = plan.out / "examples.jsonl"
+    if path.exists():
+        return [Example(**row) for row in _read_jsonl(path)]
+    forbidden = forbidden_texts()
+    total = sum(count for _, count in plan.recipe.counts)
+    with tqdm(total=total, desc="synthetic edits", disable=not progress) as bar:
+        files = sources(plan.node_modules)
+        examples = build(plan.recipe, files, forbidden, progress=bar.update)
+    if plan.distill:
+        from ..decoder import Decoder
+        from .distill import distill
+
+        regions = [r for language, paths in files.items()
+                   for _, _, found in collect_regions(paths, language, replace(plan.recipe, max_lines=30), per_file=1)
+                   for r in found]
+        used = {e.origin for e in examples}
+        regions = [r for r in regions if r.origin not in used]
+        decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, adapter="none")  # the base model
+        try:
+            with tqdm(total=plan.distill, desc="self-distillation (rewrites tried)", disable=not progress) as bar:
+                examples += distill(decoder, regions, plan.distill, plan.recipe.seed, progress=bar.update)
+        finally:
+            decoder.close()
+        examples = [e for e in examples if e.before.strip() not in forbidden and e.after.strip() not in forbidden]
+    check_no_leak(examples, forbidden)
+    _write_jsonl(path, [e.to_dict() for e in examples])
+    return examples
+
+
+def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) -> list[dict]:
+    """Each edit as tokens and loss mask (cached in ``sequences.jsonl``)."""
+    from ..backend import Vocabulary
+
+    path = plan.out / "sequences.jsonl"
+    if path.exists():
+        return _read_jsonl(path)
+    vocab = Vocabulary(model_path)
+    try:
+        template = ChatTemplate(vocab.metadata)
+        rows = []
+        for example in examples:
+            prompt = vocab.tokenize(
+                template.edit_prompt(example.before, example.instruction, mode="program", splice="prefill",
+                                     language=example.language, examples=plan.examples), special=True)
+            answer = answer_sequence(oracle_program(example.before, example.after), example.before, vocab.tokenize, vocab.piece)
+            digest = int(hashlib.sha256((example.before + example.instruction).encode()).hexdigest(), 16)
+            rows.append({"kind": example.kind, "language": example.language,
+                         "split": "val" if digest % VAL_EVERY == 0 else "train",
+                         "tokens": prompt + answer.tokens, "chosen": [False] * len(prompt) + answer.chosen})
+    finally:
+        vocab.close()
+    _write_jsonl(path, rows)
+    return rows
+
+
+def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adapter: Path) -> dict:
+    """The model card's facts: data kinds and counts, tokens, steps, time, losses, sha256."""
+    kept = [r for r in rows if len(r["tokens"]) <= plan.options.max_tokens]
+    return {
+        "base_model": plan.model,
+        "prompt_examples": plan.examples,
+        "recipe": asdict(plan.recipe) | {"distill": plan.distill},
+        "options": asdict(plan.options),
+        "examples": dict(collections.Counter(f"{e.kind}/{e.language}" for e in examples)),
+        "sequences": {"train": sum(r["split"] == "train" for r in kept), "val": sum(r["split"] == "val" for r in kept),
+                      "left out (too long)": len(rows) - len(kept)},
+        "steps": state.step,
+        "trained_sequences": state.seen,
+        "trained_tokens": state.tokens,
+        "train_seconds": round(state.seconds, 1),
+        "tokens_per_second": round(state.tokens / max(state.seconds, 1e-9), 1),
+        "final_train_loss": round(sum(l for _, l in state.train_loss[-10:]) / max(len(state.train_loss[-10:]), 1), 4),
+        "val_loss": [(s, round(l, 4)) for s, l in state.val_loss],
+        "adapter": adapter.name,
+        "sha256": hashlib.sha256(adapter.read_bytes()).hexdigest(),
+        "bytes": adapter.stat().st_size,
+    }
+
+
+def model_card(facts: dict, command: str) -> str:
+    """The card as Markdown: what the adapter is, the data, the training, the losses."""
+    options, recipe = facts["options"], facts["recipe"]
+    layers = "every layer" if options["top_layers"] is None else f"the last {options['top_layers']} layers"
+    lines = [
+        f"# Span selector for {facts['base_model']}",
+        "",
+        f"A LoRA adapter (llama.cpp GGUF, `{facts['adapter']}`, {facts['bytes']:,} bytes, sha256 `{facts['sha256']}`) "
+        f"that teaches {facts['base_model']} to write copy/gen edit programs. Program mode uses it by default; "
+        f"its prompt has no few-shot examples (`examples = {facts['prompt_examples']}`).",
+        "",
+        "Rebuild it from scratch (the data is built from this machine's code, never committed):",
+        "",
+        f"    {command}",
+        "",
+        "## Data",
+        "",
+        "| kind / language | edits |",
+        "|---|---:|",
+        *(f"| {kind} | {count} |" for kind, count in sorted(facts["examples"].items())),
+        "",
+        f"Sequences: {facts['sequences']['train']} for training, {facts['sequences']['val']} held out, "
+        f"{facts['sequences']['left out (too long)']} left out (over {options['max_tokens']} tokens). "
+        f"Data seed {recipe['seed']}.",
+        "",
+        "## Training",
+        "",
+        f"LoRA r={options['rank']}, alpha={options['alpha']:g}, dropout {options['dropout']:g}, on q/k/v/o/gate/up/down "
+        f"of {layers}; AdamW, learning rate {options['learning_rate']:g} (warmup, cosine), {options['accumulate']} sequences "
+        f"a step, {options['epochs']:g} epoch, float32 on {options['threads']} threads. The loss covers only the tokens "
+        "the model chooses at inference (ops, digits, gen bodies, `</program>`).",
+        "",
+        "| steps | sequences | tokens | seconds | tokens/s | final training loss (mean of 10 steps) | validation loss |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+        f"| {facts['steps']} | {facts['trained_sequences']} | {facts['trained_tokens']:,} | {facts['train_seconds']:,.0f} | "
+        f"{facts['tokens_per_second']} | {facts['final_train_loss']} | "
+        + (", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-") + " |",
+        "",
+        "![loss curve](" + facts["adapter"].removesuffix(".gguf") + "-loss.png)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run(plan: TrainPlan, progress: bool = True) -> dict:
+    """Every step of the plan; returns the card (also written to ``card.json``)."""
+    from ..backend import Vocabulary
+    from ..models import resolve_model
+    from .lora import plot_loss, train
+
+    plan.out.mkdir(parents=True, exist_ok=True)
+    model_path = Path(resolve_model(plan.model, fetch_missing=True, progress=progress))
+    started = time.perf_counter()
+    examples = build_examples(plan, model_path, progress)
+    rows = build_sequences(plan, examples, model_path)
+    vocab = Vocabulary(model_path)
+    architecture = vocab.metadata.get("general.architecture", "qwen2")
+    vocab.close()
+    state = train(model_path, plan.out / "sequences.jsonl", plan.out, plan.options, architecture=architecture, progress=progress)
+    plot_loss(state, plan.out / "loss.png", f"span selector LoRA on {plan.model}")
+    facts = card(plan, examples, rows, state, plan.out / "adapter.gguf") | {"wall_seconds": round(time.perf_counter() - started, 1)}
+    (plan.out / "card.json").write_text(json.dumps(facts, indent=1))
+    return facts

@@ -1,0 +1,127 @@
+"""A training sequence: the program prompt and the oracle program exactly as the decoder runs them.
+
+The answer is laid out token by token the way :class:`~copyedit_lsp.decoder.Decoder` puts it in
+the context: each op's pieces tokenized apart (the op opening, single-token digits, the dash and
+``"/>\\n``), a copy's lines spliced after its tag as :meth:`SourceView.span` gives them, a gen's
+body and ``</gen>`` as the model writes them.  Only the tokens the model *chooses* at inference
+carry loss: where the op trie branches, digits where the digit mask leaves more than one, gen
+bodies and their ``</gen>``.  Forced pieces and spliced lines are context, never targets.  A
+test checks the layout against the real decoder's forced mode, token for token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..grammar import digit_choices
+from ..program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Program
+from ..prompt import SourceView, as_model_sees
+
+Tokenize = Callable[[str], list[int]]
+
+
+@dataclass
+class TrainingSequence:
+    """Token ids and, for each, whether the model chooses it at inference (the loss mask)."""
+
+    tokens: list[int] = field(default_factory=list)
+    chosen: list[bool] = field(default_factory=list)
+
+    def add(self, tokens: list[int], chosen: bool) -> None:
+        self.tokens += tokens
+        self.chosen += [chosen] * len(tokens)
+
+    @property
+    def targets(self) -> int:
+        return sum(self.chosen)
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The token ids of the program's fixed pieces, tokenized apart as the decoder does."""
+
+    copy: tuple[int, ...]
+    gen: tuple[int, ...]
+    end: tuple[int, ...]
+    digits: dict[str, int]
+    dash: tuple[int, ...]
+    copy_close: tuple[int, ...]
+    newline: tuple[int, ...]
+
+    @classmethod
+    def of(cls, tokenize: Tokenize) -> Pieces:
+        return cls(
+            copy=tuple(tokenize(COPY_OPEN)), gen=tuple(tokenize(GEN_OPEN)), end=tuple(tokenize(PROGRAM_CLOSE)),
+            digits={c: tokenize(c)[0] for c in "0123456789"}, dash=tuple(tokenize("-")),
+            copy_close=tuple(tokenize(COPY_CLOSE)), newline=tuple(tokenize("\n")),
+        )
+
+
+def answer_sequence(
+    program: Program, source: str, tokenize: Tokenize, piece: Callable[[int], bytes], *, ordered: bool = True
+) -> TrainingSequence:
+    """The answer after ``<program>\\n``: every op and ``</program>`` with the loss mask of inference.
+
+    ``ordered``: copies may start only after the previous copy (the decoder's ordered constraint)."""
+    pieces = Pieces.of(tokenize)
+    view = SourceView.of(source)
+    n = len(view.lines)
+    sequence = TrainingSequence()
+    first = 1
+    for op in (*program.ops, None):
+        kinds = {"gen": pieces.gen, "end": pieces.end} | ({"copy": pieces.copy} if first <= n else {})
+        kind = "end" if op is None else "copy" if isinstance(op, Copy) else "gen"
+        _walk(sequence, kinds, kind)
+        if op is None:
+            break
+        if isinstance(op, Copy):
+            _number(sequence, pieces, op.start, first, n, pieces.dash)
+            _number(sequence, pieces, op.end, op.start, n, pieces.copy_close)
+            sequence.add(tokenize(view.span(op.start, op.end)), chosen=False)
+            first = op.end + 1 if ordered else 1
+        else:
+            _gen_body(sequence, pieces, tokenize(as_model_sees(op.text) + GEN_CLOSE), piece)
+    return sequence
+
+
+def _walk(sequence: TrainingSequence, kinds: dict[str, tuple[int, ...]], kind: str) -> None:
+    """An op's opening: chosen where the remaining openings differ, forced where they agree."""
+    alive = dict(kinds)
+    tokens = kinds[kind]
+    for depth, token in enumerate(tokens):
+        branches = {t[depth] for t in alive.values() if depth < len(t)}
+        sequence.add([token], chosen=len(alive) > 1 and len(branches) > 1)
+        alive = {k: t for k, t in alive.items() if depth < len(t) and t[depth] == token}
+
+
+def _number(sequence: TrainingSequence, pieces: Pieces, value: int, lo: int, hi: int, terminator: tuple[int, ...]) -> None:
+    """A line number's digits under the digit mask, then its terminator."""
+    prefix = ""
+    for char in (*str(value), ""):
+        digits, can_end = digit_choices(prefix, lo, hi)
+        options = len(digits) + can_end
+        token = pieces.digits[char] if char else terminator[0]
+        sequence.add([token], chosen=options > 1)
+        prefix += char
+    sequence.add(list(terminator[1:]), chosen=False)
+
+
+def _gen_body(sequence: TrainingSequence, pieces: Pieces, tokens: list[int], piece: Callable[[int], bytes]) -> None:
+    """A gen body and its ``</gen>`` as the model writes them; the decoder forces the line break after."""
+    body = b""
+    for index, token in enumerate(tokens):
+        body += piece(token)
+        close = body.find(b"</gen>")
+        if close < 0:
+            continue
+        rest = body[close + 6 :]
+        if rest == b"\n":
+            sequence.add(tokens[: index + 1], chosen=True)
+        elif not rest:
+            sequence.add(tokens[: index + 1], chosen=True)
+            sequence.add(list(pieces.newline), chosen=False)
+        else:
+            raise ValueError("a gen's </gen> shares a token with what follows it")
+        return
+    raise ValueError("a gen body without </gen>")

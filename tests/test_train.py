@@ -1,0 +1,197 @@
+"""The span selector's training: decoder-faithful sequences, deterministic leak-free data, a LoRA
+whose exported GGUF moves llama.cpp's logits as torch's, and the shipped adapter."""
+
+import json
+import shutil
+import statistics
+import sysconfig
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from copyedit_lsp import adapters
+from copyedit_lsp.adapters import resolve_selector
+from copyedit_lsp.backend import Backend, BackendError, Vocabulary
+from copyedit_lsp.datasets import load_items
+from copyedit_lsp.decoder import Decoder
+from copyedit_lsp.models import ModelError
+from copyedit_lsp.program import parse_program
+from copyedit_lsp.prompt import ChatTemplate, SourceView
+from copyedit_lsp.resolver import oracle_program, resolve
+from copyedit_lsp.train.data import Example, Recipe, build, check_no_leak, forbidden_texts, leaks
+from copyedit_lsp.train.sequence import answer_sequence
+
+# Hand-written edits that take every shape of program: a gen first and last, copies only,
+# an insertion, a deletion, a file without a final line break, a reserved string.
+EDITS = [
+    ("def f(x):\n    return x\n", "def f(x):\n    \"\"\"Identity.\"\"\"\n    return x\n", "Add a docstring."),
+    ("a = 1\nb = 2\nc = 3\n", "a = 1\nb = 20\nc = 3\n", "Make b 20."),
+    ("import os\nimport sys\n\nprint(os.sep)\n", "import os\n\nprint(os.sep)\n", "Drop the unused import."),
+    ("x = 1\ny = 2\n", "# header\nx = 1\ny = 2\n# footer\n", "Add a header and a footer comment."),
+    ("s = '<gen>'\nt = 1", "s = '<gen>'\nt = 2", "Set t to 2."),
+    ("\n".join(f"v{i} = {i}" for i in range(1, 15)) + "\n",
+     "\n".join(f"v{i} = {i * (i != 11)}" for i in range(1, 15)) + "\n", "Zero v11."),
+]
+
+
+def small_recipe(seed=0):
+    return Recipe(seed=seed, counts=(("bug", 6), ("bugs", 2), ("docstring", 2), ("comments", 2), ("types", 2),
+                                     ("rename", 2), ("file-bug", 2)), javascript_share=0.0)
+
+
+def stdlib_sample(count=120):
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return sorted(root.glob("*.py"))[:count]
+
+
+def test_data_builder_is_deterministic():
+    files = {"python": stdlib_sample()}
+    first = build(small_recipe(), files, [])
+    assert first == build(small_recipe(), files, [])
+    assert first != build(small_recipe(seed=1), files, [])
+    kinds = {e.kind for e in first}
+    assert {"bug", "bugs", "docstring", "rename"} <= kinds
+    for example in first:
+        assert example.before != example.after
+        assert resolve(oracle_program(example.before, example.after), example.before) == example.after
+
+
+def test_data_builder_leaves_out_shared_data_text(tmp_path):
+    """A source file that holds an evaluation item's code yields no edit with that code."""
+    item = next(i for i in load_items("humanevalfix-python") if i.after.count("\n") >= 6)
+    planted = tmp_path / "planted.py"
+    planted.write_text(item.after.strip() + "\n\n\ndef other(values):\n    total = 0\n    for value in values:\n"
+                       "        total += value * 2\n    return total\n")
+    forbidden = forbidden_texts()
+    assert item.after.strip() in forbidden
+    recipe = replace(small_recipe(), counts=(("bug", 4), ("rename", 4)))
+    built = build(recipe, {"python": [planted]}, forbidden)
+    assert built, "the file's other function still gives edits"
+    assert not any(leaks(e, forbidden) for e in built)
+    check_no_leak(built, forbidden)
+    bad = Example("bug", "python", "Fix it.", item.before, item.after, "planted")
+    with pytest.raises(ValueError, match="evaluation text"):
+        check_no_leak([bad], forbidden)
+
+
+@pytest.mark.model
+def test_training_sequence_is_what_the_decoder_runs(default_model_path):
+    """Forced mode on the real model puts exactly the sequence's tokens in the context, and the
+    loss mask marks exactly as many tokens as the decoder chooses."""
+    decoder = Decoder(Backend(default_model_path, n_ctx=4096, n_threads=2))
+    vocab = Vocabulary(default_model_path)
+    try:
+        template = ChatTemplate(vocab.metadata)
+        for before, after, instruction in EDITS:
+            program = oracle_program(before, after)
+            result = decoder.edit(before, instruction, mode="forced", program=program, examples="none")
+            sequence = answer_sequence(program, before, vocab.tokenize, vocab.piece)
+            assert list(result.tokens) == sequence.tokens, instruction
+            assert result.stats.chosen_tokens == sequence.targets, instruction
+            prompt = template.edit_prompt(before, instruction, mode="program", splice="prefill", language="",
+                                          examples="none")
+            assert vocab.tokenize(prompt, special=True) == decoder.prompt(before, instruction, examples="none")
+    finally:
+        vocab.close()
+        decoder.close()
+
+
+@pytest.mark.model
+def test_training_lowers_the_loss_and_the_adapter_moves_llama_logits_as_torch(tiny_model_path, tmp_path):
+    """A few steps on the tiny model: the loss falls; the exported GGUF adapter loads in llama.cpp and
+    changes its logits the way the LoRA changes torch's (cosine of the two deltas)."""
+    import torch
+
+    from copyedit_lsp.train.lora import TrainOptions, load_trained, train
+
+    vocab = Vocabulary(tiny_model_path)
+    template = ChatTemplate(vocab.metadata)
+    rows = []
+    for before, after, instruction in EDITS[:4]:
+        prompt = vocab.tokenize(template.edit_prompt(before, instruction, mode="program", splice="prefill",
+                                                     language="", examples="none"), special=True)
+        answer = answer_sequence(oracle_program(before, after), before, vocab.tokenize, vocab.piece)
+        rows.append({"tokens": prompt + answer.tokens, "chosen": [False] * len(prompt) + answer.chosen,
+                     "split": "train"})
+    vocab.close()
+    rows.append(rows[0] | {"split": "val"})
+    (tmp_path / "sequences.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    options = TrainOptions(learning_rate=2e-3, warmup_steps=1, epochs=6, accumulate=2, eval_every=4, dropout=0.0)
+    state = train(tiny_model_path, tmp_path / "sequences.jsonl", tmp_path, options, architecture="llama", progress=False)
+    losses = [loss for _, loss in state.train_loss]
+    assert state.step == 12 and statistics.mean(losses[-3:]) < 0.7 * statistics.mean(losses[:3])
+    assert state.val_loss[-1][1] < state.val_loss[0][1]
+
+    tokens = rows[0]["tokens"]
+    model = load_trained(tiny_model_path, tmp_path, "llama", options)
+    with torch.no_grad():
+        tuned = model(input_ids=torch.tensor([tokens])).logits[0].numpy()
+        with model.disable_adapter():
+            base = model(input_ids=torch.tensor([tokens])).logits[0].numpy()
+    backend = Backend(tiny_model_path, n_ctx=1024, n_threads=2)
+    try:
+        llama_base = backend.eval(tokens, logits_from=0)
+        backend.use_adapter(tmp_path / "adapter.gguf")
+        assert backend.cached == [], "a new adapter empties the KV cache"
+        llama_tuned = backend.eval(tokens, logits_from=0)
+    finally:
+        backend.close()
+    positions = [i for i, chosen in enumerate(rows[0]["chosen"][1:]) if chosen]
+    cosines = []
+    for i in positions:
+        a, b = tuned[i] - base[i], llama_tuned[i] - llama_base[i]
+        cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))))
+    assert statistics.median(cosines) > 0.9, cosines
+
+
+@pytest.mark.model
+def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_path):
+    selector = resolve_selector("default", "qwen2.5-coder-0.5b")
+    assert selector is not None and selector.path.is_file()
+    assert adapters.SHIPPED[selector.name].sha256 == selector.sha256
+    assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
+    assert resolve_selector("default", "smollm2-135m") is None
+    decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)
+    try:
+        assert decoder.selector == selector
+        for before, _, instruction in EDITS[:3]:
+            result = decoder.edit(before, instruction)
+            assert decoder.backend.adapter == selector.path
+            text = result.program.to_text()
+            assert parse_program(text, len(SourceView.of(before).lines)) == result.program
+        decoder.edit(EDITS[0][0], "Add a docstring.", mode="rewrite")
+        assert decoder.backend.adapter is None, "the rewrite baseline runs with the base model"
+    finally:
+        decoder.close()
+
+
+def test_adapter_setting_errors(tmp_path, monkeypatch):
+    with pytest.raises(ModelError, match="no adapter"):
+        resolve_selector("no-such-adapter", "qwen2.5-coder-0.5b")
+    name = next(iter(adapters.SHIPPED))
+    with pytest.raises(ModelError, match="is for"):
+        resolve_selector(name, "smollm2-135m")
+    shipped = adapters.SHIPPED[name]
+    corrupt = tmp_path / shipped.file
+    shutil.copy(adapters.adapters_dir() / shipped.file, corrupt)
+    with corrupt.open("r+b") as handle:
+        handle.seek(corrupt.stat().st_size // 2)
+        handle.write(b"\0" * 64)
+    monkeypatch.setattr(adapters, "adapters_dir", lambda: tmp_path)
+    with pytest.raises(ModelError, match="sha256"):
+        resolve_selector(name, shipped.model)
+
+
+@pytest.mark.model
+def test_a_broken_adapter_file_is_a_clear_error(tiny_model_path, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 100)
+    backend = Backend(tiny_model_path, n_ctx=512, n_threads=2)
+    try:
+        with pytest.raises(BackendError, match="could not load the LoRA adapter"):
+            backend.use_adapter(broken)
+        assert backend.adapter is None
+    finally:
+        backend.close()
