@@ -85,7 +85,7 @@ def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(defau
 def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model_path, tmp_path):
     """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
     stdout = _run_exact("-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "3",
-                        "--threads", "2", "--batch-invariant", "--modes", SPEEDUP_MODES, "--out", str(tmp_path), "--json",
+                        "--threads", "2", "--batch-invariant", "--adapter", "none", "--modes", SPEEDUP_MODES, "--out", str(tmp_path), "--json",
                         timeout=1200)
     result = json.loads(stdout)
     assert result["batch_invariant"] is True
