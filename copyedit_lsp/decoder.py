@@ -30,6 +30,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -429,7 +430,7 @@ class Decoder:
         """Edit ``source`` by ``instruction``; ``program`` is the script of ``forced`` mode.
 
         ``speedups`` picks the CPU optimisations (all on by default); ``ordered`` makes every copy
-        start after the previous op's last line; ``examples`` names the prompt's few-shot set
+        start after the previous copy's last line; ``examples`` names the prompt's few-shot set
         (:data:`EXAMPLE_SETS`; None: the selector's in program modes, else ``default``).  Program
         modes run with the span selector's adapter, rewrite and lookup with the base model.
         """
@@ -462,7 +463,7 @@ class Decoder:
         text = self.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
         return self.backend.tokenize(text, special=True)
 
-    def adapter_for(self, mode: str):
+    def adapter_for(self, mode: str) -> Path | None:
         """The adapter ``mode`` runs with: the selector's in the program modes, else none."""
         return self.selector.path if self.selector is not None and mode in ("program", "forced") else None
 

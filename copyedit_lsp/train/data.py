@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..scope import LANGUAGES, syntax_errors
-from ..resolver import split_lines
+from ..scope import _parse, syntax_errors
 
 PY_KEYWORDS = set(keyword.kwlist) | {"self", "cls", "print", "len", "range", "str", "int", "list", "dict", "set"}
 JS_KEYWORDS = {
@@ -100,13 +99,8 @@ def python_files() -> list[Path]:
     roots = {Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])}
     files: set[Path] = set()
     for root in roots:
-        for path in root.rglob("*.py"):
-            parts = set(path.relative_to(root).parts)
-            if parts & {"test", "tests", "idlelib", "lib2to3", "site-packages"} and root.name != "site-packages":
-                continue
-            if parts & {"test", "tests"}:
-                continue
-            files.add(path)
+        skip = {"test", "tests"} | ({"idlelib", "lib2to3", "site-packages"} if root.name != "site-packages" else set())
+        files |= {path for path in root.rglob("*.py") if not skip & set(path.relative_to(root).parts)}
     return sorted(files)
 
 
@@ -123,16 +117,14 @@ _JS_DEFS = {"function_declaration", "class_declaration", "method_definition", "g
 
 def regions_of(text: str, language: str, origin: str, recipe: Recipe) -> list[Region]:
     """Definitions of ``text`` between the recipe's line bounds, each as whole lines."""
-    from tree_sitter import Parser
-
     if any(len(line) > 200 for line in text.splitlines()[:200]):
         return []  # generated or minified
     source = text.encode()
-    tree = Parser(LANGUAGES[language]).parse(source)
+    parsed = _parse(text, language)
     kinds = _PY_DEFS if language == "python" else _JS_DEFS
-    lines = split_lines(text)
+    lines = parsed.lines
     out = []
-    stack = [tree.root_node]
+    stack = [parsed.tree.root_node]
     while stack:
         node = stack.pop()
         stack.extend(reversed(node.children))
@@ -161,15 +153,13 @@ def _dedent(text: str) -> str:
 def top_level_run(text: str, language: str, origin: str, rng: random.Random, max_lines: int) -> list[Region]:
     """A run of consecutive top-level functions of a file (at most ``max_lines``), as regions of
     the file's text; empty when the file has fewer than three."""
-    from tree_sitter import Parser
-
-    source = text.encode()
-    tree = Parser(LANGUAGES[language]).parse(source)
+    parsed = _parse(text, language)
+    root = parsed.tree.root_node
     kinds = {"function_definition"} if language == "python" else {"function_declaration"}
-    nodes = [n for n in tree.root_node.children if n.type in kinds and not n.has_error]
-    if len(nodes) < 3 or tree.root_node.has_error:
+    nodes = [n for n in root.children if n.type in kinds and not n.has_error]
+    if len(nodes) < 3 or root.has_error:
         return []
-    lines = split_lines(text)
+    lines = parsed.lines
     start = rng.randrange(0, len(nodes) - 2)
     run = [nodes[start]]
     for node in nodes[start + 1 :]:
@@ -371,13 +361,11 @@ def strip_comments(region: Region) -> str | None:
 
 def strip_types(region: Region) -> str | None:
     """A Python function without its parameter and return annotations (None if it has none)."""
-    from tree_sitter import Parser
-
     if region.language != "python":
         return None
     source = region.text.encode()
-    tree = Parser(LANGUAGES["python"]).parse(source)
-    node = tree.root_node.children[0] if tree.root_node.children else None
+    root = _parse(region.text, "python").tree.root_node
+    node = root.children[0] if root.children else None
     if node is None or node.type != "function_definition":
         return None
     cuts: list[tuple[int, int, bytes]] = []

@@ -162,16 +162,15 @@ def train(gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, arch
         state = TrainState(**saved["state"])
     model.train()
     bar = tqdm(total=total_steps, initial=state.step, desc="training", unit="step", disable=not progress)
-    window: list[float] = []
     while state.step < total_steps:
         started = time.perf_counter()
         batch = schedule[state.seen : state.seen + options.accumulate]
         optimizer.zero_grad()
-        tokens = 0
+        tokens, losses = 0, []
         for index in batch:
             loss, _ = sequence_loss(model, train_rows[index], options.bf16)
             (loss / len(batch)).backward()
-            window.append(loss.item())
+            losses.append(loss.item())
             tokens += len(train_rows[index]["tokens"])
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
@@ -180,7 +179,7 @@ def train(gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, arch
         state.seen += len(batch)
         state.tokens += tokens
         state.seconds += time.perf_counter() - started
-        mean = sum(window[-len(batch):]) / len(batch)
+        mean = sum(losses) / len(losses)
         state.train_loss.append((state.step, mean))
         bar.set_postfix(loss=f"{mean:.3f}", tok_s=f"{state.tokens / state.seconds:.0f}")
         bar.update(1)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from ..prompt import ChatTemplate
 from ..resolver import oracle_program
-from .data import Example, Recipe, build, check_no_leak, collect_regions, forbidden_texts, node_modules_default, sources
+from .data import (Example, Recipe, build, check_no_leak, collect_regions, forbidden_texts, leaks, node_modules_default,
+                   sources)
 from .lora import TrainOptions
 from .sequence import answer_sequence
 
@@ -74,11 +75,11 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
         regions = [r for r in regions if r.origin not in used]
         decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, adapter="none")  # the base model
         try:
-            with tqdm(total=plan.distill, desc="self-distillation (rewrites tried)", disable=not progress) as bar:
-                examples += distill(decoder, regions, plan.distill, plan.recipe.seed, progress=bar.update)
+            with tqdm(total=3 * plan.distill, desc="self-distillation (rewrites tried)", disable=not progress) as bar:
+                distilled = distill(decoder, regions, plan.distill, plan.recipe.seed, progress=bar.update)
         finally:
             decoder.close()
-        examples = [e for e in examples if e.before.strip() not in forbidden and e.after.strip() not in forbidden]
+        examples += [e for e in distilled if not leaks(e, forbidden)]
     check_no_leak(examples, forbidden)
     _write_jsonl(path, [e.to_dict() for e in examples])
     return examples
