@@ -1,8 +1,8 @@
 # The two commands a newcomer needs:
 #   make demo   set up, fetch the default model, run a real edit through the real server: edits, diff, stats
 #   make test   set up everything the tests use (packages, models, Neovim, the extension's npm
-#               packages, the batch-invariant llama.cpp build) and run every test: the VS Code
-#               extension's, then the Python suite
+#               packages, the batch-invariant llama.cpp build) and run every check: lint and types,
+#               the VS Code extension's tests, then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
 
@@ -24,7 +24,7 @@ endif
 EXACT := .venv-exact
 LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
 
-.PHONY: demo test setup train models neovim vscode exact
+.PHONY: demo test setup train models neovim vscode exact lint
 
 setup: $(STAMP)
 
@@ -66,5 +66,11 @@ demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
 
-test: models train neovim vscode exact
+# ruff (lint and format) over the Python, mypy strict over the typed core (pyproject.toml says which).
+lint: setup
+	$(BIN)/ruff check copyedit_lsp tests
+	$(BIN)/ruff format --check copyedit_lsp tests
+	$(BIN)/mypy
+
+test: lint models train neovim vscode exact
 	$(BIN)/python -m pytest -q -p no:cacheprovider

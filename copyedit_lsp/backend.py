@@ -106,7 +106,6 @@ class Backend:
         n_ubatch: int = 512,
         batch_invariant: bool = False,
     ):
-        import llama_cpp
         from llama_cpp import llama_cpp as C
 
         path = Path(model_path)
@@ -118,25 +117,8 @@ class Backend:
                     "(CMAKE_ARGS=-DGGML_LLAMAFILE=OFF; `make exact` builds one in .venv-exact)"
                 )
             os.environ[TILED_MATMUL_VARIABLE] = "0"
-        threads = n_threads or max(1, os.cpu_count() or 1)
-        try:
-            with _quiet_stderr(), _model_params(use_extra_bufts=not batch_invariant):
-                self.llama = llama_cpp.Llama(
-                    model_path=str(path),
-                    n_ctx=n_ctx,
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    n_gpu_layers=n_gpu_layers,
-                    n_batch=n_batch,
-                    n_ubatch=min(n_ubatch, n_batch),
-                    logits_all=False,
-                    flash_attn=False,  # llama.cpp's CPU flash attention tiles batches: not batch-invariant
-                    # verbose=False would redirect the process's stdout to /dev/null while loading,
-                    # which loses an LSP server's replies; only stderr is silenced (above).
-                    verbose=True,
-                )
-        except Exception as error:  # llama.cpp reports a bad file only as "failed to load"
-            raise BackendError(f"llama.cpp could not load {path}: {error}") from error
+        self.llama = _load_llama(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, n_batch=n_batch,
+                                 n_ubatch=n_ubatch, batch_invariant=batch_invariant)
         self._C = C
         self.path = path
         self.n_ctx = self.llama.n_ctx()
@@ -365,3 +347,29 @@ class Vocabulary:
         if self._model:
             self._C.llama_model_free(self._model)
             self._model = None
+
+
+def _load_llama(path: Path, *, n_ctx: int, n_threads: int | None, n_gpu_layers: int, n_batch: int, n_ubatch: int,
+                batch_invariant: bool):
+    """llama-cpp-python's model and context for ``path``; BackendError when llama.cpp cannot load it."""
+    import llama_cpp
+
+    threads = n_threads or max(1, os.cpu_count() or 1)
+    try:
+        with _quiet_stderr(), _model_params(use_extra_bufts=not batch_invariant):
+            return llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=n_gpu_layers,
+                n_batch=n_batch,
+                n_ubatch=min(n_ubatch, n_batch),
+                logits_all=False,
+                flash_attn=False,  # llama.cpp's CPU flash attention tiles batches: not batch-invariant
+                # verbose=False would redirect the process's stdout to /dev/null while loading,
+                # which loses an LSP server's replies; only stderr is silenced (above).
+                verbose=True,
+            )
+    except Exception as error:  # llama.cpp reports a bad file only as "failed to load"
+        raise BackendError(f"llama.cpp could not load {path}: {error}") from error

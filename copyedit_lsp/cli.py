@@ -5,21 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A Markdown table."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-
-    def line(values: Sequence[str]) -> str:
-        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
 
 
 def _pct(value: float) -> str:
@@ -27,7 +16,7 @@ def _pct(value: float) -> str:
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    from .datasets import FIELDS, FORMATS, PRESETS, WHOLE_FILES
+    from .bench.datasets import FIELDS, FORMATS, PRESETS, WHOLE_FILES
 
     parser.add_argument(
         "sources",
@@ -49,7 +38,7 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_sources(
     args: argparse.Namespace, default: Sequence[str] | None = None, seed: int | None = None
 ) -> dict[str, list]:
-    from .datasets import FIELDS, PRESETS, load_items
+    from .bench.datasets import FIELDS, PRESETS, load_items
 
     fields = {name: value for name in FIELDS if (value := getattr(args, f"{name}_field")) is not None}
     return {
@@ -62,7 +51,8 @@ def _load_sources(
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """``copyedit analyze``: copy ceiling, oracle exact match and span noise, no model needed."""
-    from . import analysis
+    from .bench import analysis
+    from .bench.output import markdown_table
 
     sets = _load_sources(args)
     pooled = [item for items in sets.values() for item in items]
@@ -86,16 +76,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             [name, r["items"], *(_pct(r["ceiling"][k]) for k in ("chars_mean", "chars_pooled", "tokens_mean", "tokens_pooled"))]
             for name, r in result.items()
         ]
-        print(_table(["set", "items", "chars mean", "chars pooled", "tokens mean", "tokens pooled"], rows), end="\n\n")
+        print(markdown_table(["set", "items", "chars mean", "chars pooled", "tokens mean", "tokens pooled"], rows), end="\n\n")
     if args.analysis in ("oracle", "all"):
         print("Oracle programs: resolve(oracle_program(before, after), before) == after\n")
         rows = [[name, f"{r['oracle']['exact']}/{r['oracle']['total']}"] for name, r in result.items()]
-        print(_table(["set", "exact"], rows), end="\n\n")
+        print(markdown_table(["set", "exact"], rows), end="\n\n")
     if args.analysis in ("noise", "all"):
         print(f"Span noise: exact match when every copy's start and end move by a random offset in [-e, e] (seed {args.seed})\n")
         epsilons = list(next(iter(result.values()))["noise"])
         rows = [[name, *(_pct(r["noise"][e]) for e in epsilons)] for name, r in result.items()]
-        print(_table(["set", *(f"e={e}" for e in epsilons)], rows), end="\n\n")
+        print(markdown_table(["set", *(f"e={e}" for e in epsilons)], rows), end="\n\n")
     return 0
 
 
@@ -104,11 +94,13 @@ def cmd_model(args: argparse.Namespace) -> int:
     from . import models
 
     if args.action == "list":
+        from .bench.output import markdown_table
+
         rows = [
             [m["name"] + (" (default)" if m["default"] else ""), f"{m['size']:,}", "yes" if m["verified"] else "no", m["path"]]
             for m in models.list_models()
         ]
-        print(_table(["model", "bytes", "verified", "path"], rows))
+        print(markdown_table(["model", "bytes", "verified", "path"], rows))
         return 0
     for name in args.names or [models.DEFAULT_MODEL]:
         if args.action == "fetch":
@@ -116,10 +108,6 @@ def cmd_model(args: argparse.Namespace) -> int:
         else:
             print(models.resolve_model(name))
     return 0
-
-
-LANGUAGES = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-             ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript"}
 
 
 def _line_range(text: str) -> tuple[int, int]:
@@ -174,19 +162,20 @@ def _settings(args: argparse.Namespace, **values):
     ).check()
 
 
-def _load_decoder(args: argparse.Namespace, **values):
-    from .engine import open_decoder
+def _open_editor(args: argparse.Namespace, **values):
+    from .engine import open_editor
 
-    return open_decoder(_settings(args, **values), progress=True)
+    return open_editor(_settings(args, **values), progress=True)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
     """``copyedit apply``: edit a file with the model; print the program, a diff and the stats."""
-    import difflib
     from pathlib import Path
 
     from tqdm import tqdm
 
+    from .edit import EditOptions
+    from .languages import language_of_path
     from .resolver import split_lines
 
     path = Path(args.file)
@@ -201,41 +190,36 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(f"copyedit: --lines {first}-{last} is outside the file's {len(lines)} lines", file=sys.stderr)
         return 2
     head, region, tail = "".join(lines[: first - 1]), "".join(lines[first - 1 : last]), "".join(lines[last:])
-    decoder = _load_decoder(args, mode=args.mode, splice=args.splice)
+    editor = _open_editor(args, mode=args.mode, splice=args.splice)
     with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
 
         def progress(stats) -> None:
             bar.set_postfix(ops=stats.ops, copied=stats.spliced_tokens, refresh=False)
             bar.update(stats.chosen_tokens - bar.n)
 
-        result = decoder.edit(
-            region,
-            args.instruction,
-            mode=args.mode,
-            splice=args.splice,
-            language=LANGUAGES.get(path.suffix, ""),
-            on_progress=progress,
-        )
+        options = EditOptions(mode=args.mode, splice=args.splice, language=language_of_path(path.name) or "")
+        result = editor.edit(region, args.instruction, options, on_progress=progress)
         progress(result.stats)
     edited = head + result.text + tail
-    diff = "".join(
-        difflib.unified_diff(text.splitlines(True), edited.splitlines(True), f"a/{path.name}", f"b/{path.name}")
-    )
-    if args.json:
-        print(json.dumps({
-            "program": result.program.to_text() if result.program else None,
-            "diff": diff,
-            "text": edited,
-            "stats": result.stats.to_dict(),
-        }, indent=2))
-    else:
-        if result.program is not None:
-            print(result.program.to_text(), end="\n\n")
-        print(diff or "(no change)")
-        print("\n".join(f"{key}: {value}" for key, value in result.stats.to_dict().items()))
+    _print_edit(path.name, text, edited, result, as_json=args.json)
     if args.write and edited != text:
         path.write_text(edited, encoding="utf-8", newline="")
     return 0
+
+
+def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> None:
+    """The program, the diff of ``text`` into ``edited`` and the stats, as JSON or plain text."""
+    import difflib
+
+    diff = "".join(difflib.unified_diff(text.splitlines(True), edited.splitlines(True), f"a/{name}", f"b/{name}"))
+    program = result.program.to_text() if result.program is not None else None
+    if as_json:
+        print(json.dumps({"program": program, "diff": diff, "text": edited, "stats": result.stats.to_dict()}, indent=2))
+        return
+    if program is not None:
+        print(program, end="\n\n")
+    print(diff or "(no change)")
+    print("\n".join(f"{key}: {value}" for key, value in result.stats.to_dict().items()))
 
 
 def _server_options(args: argparse.Namespace) -> dict:
@@ -289,8 +273,8 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js"], seed=args.seed)
     modes = args.modes.split(",")
     remote_modes = [name for name in modes if edits.MODES.get(name, {}).get("remote")]
-    decoder = _load_decoder(args) if len(remote_modes) < len(modes) else None
-    remote = _load_decoder(args, backend="remote") if remote_modes else None
+    decoder = _open_editor(args) if len(remote_modes) < len(modes) else None
+    remote = _open_editor(args, backend="remote") if remote_modes else None
     result = edits.edits_benchmark(
         decoder, sets, modes=modes, remote=remote, ordered=not args.unordered, examples=args.examples, timeout=args.timeout
     )
@@ -310,13 +294,14 @@ def cmd_bench_formats(args: argparse.Namespace) -> int:
 
     from .backend import Vocabulary
     from .bench import formats
+    from .bench.output import write_json
     from .models import resolve_model
 
     sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js", "quixbugs"])
     vocabulary = Vocabulary(resolve_model(args.model, fetch_missing=True, progress=True))
     result = formats.formats_benchmark(sets, vocabulary.tokenize)
     result["model"] = args.model
-    path = formats.write_json(result, Path(args.out))
+    path = write_json(result, Path(args.out), "formats")
     print(json.dumps(result, indent=2) if args.json else formats.format_table(result))
     print(f"\nwrote {path}", file=sys.stderr)
     return 0
@@ -327,9 +312,10 @@ def cmd_bench_lsp(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .bench import lsp
+    from .bench.output import write_json
 
     result = lsp.lsp_benchmark(_server_options(args), lines=args.lines, requests=args.requests, edits=args.edits)
-    path = lsp.write_json(result, Path(args.out))
+    path = write_json(result, Path(args.out), "lsp")
     print(json.dumps(result, indent=2) if args.json else lsp.format_table(result))
     print(f"\nwrote {path}", file=sys.stderr)
     return 0
@@ -357,12 +343,18 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .models import DEFAULT_MODEL
-
     parser = argparse.ArgumentParser(prog="copyedit", description=__doc__)
     parser.add_argument("--version", action="version", version=f"copyedit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_edit_commands(commands)
+    bench = commands.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+    _add_bench_commands(bench)
+    _add_train_command(commands)
+    return parser
 
+
+def _add_edit_commands(commands) -> None:
+    """``analyze``, ``model``, ``apply`` and ``demo``."""
     analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
     analyze.add_argument("analysis", choices=["ceiling", "oracle", "noise", "all"])
     _add_source_arguments(analyze)
@@ -396,7 +388,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote_arguments(demo)
     demo.set_defaults(func=cmd_demo)
 
-    bench = commands.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+
+def _add_bench_commands(bench) -> None:
+    """``bench kernel``, ``bench edits``, ``bench formats`` and ``bench lsp``."""
+    from .models import DEFAULT_MODEL
+
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
     _add_model_arguments(kernel)
     kernel.add_argument("--prefix", type=int, default=1024, help="tokens in the KV cache before each span")
@@ -441,6 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
     lsp.add_argument("--json", action="store_true")
     lsp.set_defaults(func=cmd_bench_lsp)
 
+
+def _add_train_command(commands) -> None:
+    from .models import DEFAULT_MODEL
+
     train = commands.add_parser("train", help="train the span selector (a LoRA adapter; needs the [train] extra)")
     train.add_argument("--model", default=DEFAULT_MODEL, help="the base model (a name or a GGUF path)")
     train.add_argument("--out", default="train-runs/selector", help="the run's folder (an interrupted run resumes)")
@@ -456,14 +456,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     train.add_argument("--threads", type=int, help="CPU threads (default 2)")
     train.set_defaults(func=cmd_train)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``copyedit``."""
     args = build_parser().parse_args(argv)
     from .backend import BackendError
-    from .decoder import DecodeError
+    from .edit import DecodeError
     from .models import ModelError
 
     try:

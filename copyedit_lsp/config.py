@@ -8,6 +8,7 @@ from typing import Any
 
 import cattrs
 
+from .edit import EditOptions
 from .models import DEFAULT_MODEL
 
 
@@ -58,6 +59,10 @@ class Settings:
         from .remote import Endpoint
 
         return Endpoint(self.remote_url, self.remote_model, self.remote_engine, self.remote_timeout)
+
+    def edit_options(self, language: str) -> EditOptions:
+        """The options of an edit in ``language``."""
+        return EditOptions(mode=self.mode, splice=self.splice, language=language, max_new_tokens=self.max_new_tokens)
 
     @property
     def model_keys(self) -> tuple:

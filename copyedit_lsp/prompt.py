@@ -7,7 +7,16 @@ model's context exactly as :func:`SourceView.span` returns them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NoReturn
+
+import jinja2
+import jinja2.ext
+import jinja2.nodes
+import jinja2.parser
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .program import PROGRAM_OPEN, Copy, Program, escape
 from .resolver import oracle_program, split_lines
@@ -136,8 +145,31 @@ def rewrite_prefix(language: str) -> str:
     return f"```{language}\n"
 
 
+class _GenerationTags(jinja2.ext.Extension):
+    """Hugging Face's ``{% generation %}`` chat-template tag, passed through."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: jinja2.parser.Parser) -> list[jinja2.nodes.Node]:
+        parser.stream.skip(1)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+
+def _tojson(value: object, ensure_ascii: bool = False, indent: int | None = None,
+            separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _raise_exception(message: str) -> NoReturn:
+    raise ValueError(message)
+
+
 class ChatTemplate:
-    """Renders messages with the model's own chat template (GGUF metadata), else ChatML."""
+    """Renders messages with the model's own chat template (GGUF metadata), else ChatML.
+
+    The template is rendered with jinja2 the way Hugging Face and llama-cpp-python render chat
+    templates (a sandbox, ``trim_blocks``, ``lstrip_blocks``, loop controls, their ``tojson``), so
+    the remote backend needs no llama.cpp installed."""
 
     CHATML = (
         "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -145,18 +177,21 @@ class ChatTemplate:
     )
 
     def __init__(self, metadata: dict[str, str]):
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        self.formatter = Jinja2ChatFormatter(
-            template=metadata.get("tokenizer.chat_template") or self.CHATML,
-            eos_token="",
-            bos_token="",
-            add_generation_prompt=True,
+        environment = ImmutableSandboxedEnvironment(
+            loader=jinja2.BaseLoader(), trim_blocks=True, lstrip_blocks=True,
+            extensions=[_GenerationTags, jinja2.ext.loopcontrols],
         )
+        environment.filters["tojson"] = _tojson
+        self.template = environment.from_string(metadata.get("tokenizer.chat_template") or self.CHATML)
 
     def render(self, messages: list[dict[str, str]], answer_prefix: str) -> str:
         """The prompt text: the conversation, the assistant's turn opened, and ``answer_prefix``."""
-        return self.formatter(messages=messages).prompt + answer_prefix
+        prompt = self.template.render(
+            messages=messages, eos_token="", bos_token="", add_generation_prompt=True, raise_exception=_raise_exception,
+            tools=None, functions=None, function_call=None, tool_choice=None,
+            strftime_now=lambda spec: datetime.now().strftime(spec),
+        )
+        return prompt + answer_prefix
 
     def edit_prompt(
         self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str

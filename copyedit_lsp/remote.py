@@ -23,22 +23,23 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
-from .decoder import (
+from .edit import (
     MODES,
-    PROGRESS_INTERVAL,
-    Cancelled,
     ContextOverflow,
     DecodeError,
+    EditOptions,
     EditResult,
     EditStats,
-    _newline_of,
-    _whole_lines,
-    check_edit,
+    EditWatch,
+    ProgressCallback,
+    StopFlag,
+    decoded_program,
     fence_at,
+    fixed_prefix,
     rewritten_text,
 )
 from .grammar import literal_grammar, op_grammar
-from .program import GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, Program, unescape
+from .program import GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
 from .prompt import ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
 
@@ -253,28 +254,25 @@ def _http_error(response: httpx.Response, url: str) -> DecodeError:
 
 
 class _Session:
-    """One edit's requests: cancellation, progress and the stats they add up to."""
+    """One edit's requests: they add up to its stats, stop with its stop flag, report its progress."""
 
-    def __init__(self, remote: RemoteDecoder, stats: EditStats, stop, on_progress):
+    def __init__(self, remote: RemoteDecoder, watch: EditWatch):
         self.remote = remote
-        self.stats = stats
-        self.stop = stop
-        self.on_progress = on_progress
-        self.reported = time.perf_counter()
+        self.watch = watch
+        self.stats = watch.stats
 
     def complete(
         self, prompt: str, grammar: str | None, max_tokens: int, done: Callable[[Answer], bool] | None = None
     ) -> Answer:
         """One streamed request; it is closed early once ``done`` says the answer is complete."""
-        self.check_stop()
+        self.watch.check_stop()
         started = time.perf_counter()
         chosen = self.stats.chosen_tokens
 
         def on_piece(answer: Answer) -> bool:
             self.stats.chosen_tokens = chosen + answer.pieces
-            self.check_stop()
-            if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
-                self.report()
+            self.watch.check_stop()
+            self.watch.tick()
             return done is not None and done(answer)
 
         try:
@@ -289,25 +287,15 @@ class _Session:
         self.stats.prefix_reused_tokens += answer.prompt_cached or 0
         return answer
 
-    def check_stop(self) -> None:
-        if self.stop is not None and self.stop():
-            raise Cancelled("the edit was cancelled")
-
-    def report(self) -> None:
-        self.reported = time.perf_counter()
-        if self.on_progress is not None:
-            self.on_progress(self.stats)
-
 
 class RemoteDecoder:
     """Edits text with a model served elsewhere; the same modes and results as :class:`Decoder`
     (but ``lookup``: a server does its own speculative decoding)."""
 
-    def __init__(self, endpoint: Endpoint, *, max_gen_tokens: int = 512, max_new_tokens: int = 4096):
+    def __init__(self, endpoint: Endpoint, *, max_gen_tokens: int = 512):
         self.completions = Completions(endpoint)
         self.template = ChatTemplate({})  # ChatML: the template of the Qwen2.5 family
         self.max_gen_tokens = max_gen_tokens
-        self.max_new_tokens = max_new_tokens
         self.model = endpoint.model
 
     @classmethod
@@ -331,44 +319,47 @@ class RemoteDecoder:
     def close(self) -> None:
         self.completions.close()
 
-    def warm(self, prompt: str) -> None:
-        """Have the server's prefix cache hold ``prompt`` (one request for one token, not counted)."""
-        self.completions.stream(prompt, grammar=None, max_tokens=1, model=self.model, on_piece=lambda answer: False)
+    def warm(self, options: EditOptions) -> None:
+        """Have the server's prefix cache hold the fixed prompt prefix of edits with ``options``
+        (:class:`~copyedit_lsp.edit.Editor`): one request for one token, not counted."""
+        prefix = "".join(fixed_prefix(lambda source, instruction: self._prompt(source, instruction, options)))
+        self.completions.stream(prefix, grammar=None, max_tokens=1, model=self.model, on_piece=lambda answer: False)
+
+    def _prompt(self, source: str, instruction: str, options: EditOptions) -> str:
+        return self.template.edit_prompt(
+            source, instruction, mode=options.mode, splice=options.splice, language=options.language,
+            examples=options.examples or "default",
+        )
 
     def edit(
         self,
         source: str,
         instruction: str,
+        options: EditOptions = EditOptions(),
         *,
-        mode: str = "program",
-        splice: str = "prefill",
-        language: str = "",
-        program: Program | None = None,
-        ordered: bool = True,
-        examples: str | None = None,
-        stop: Callable[[], bool] | None = None,
-        on_progress: Callable[[EditStats], None] | None = None,
+        stop: StopFlag | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> EditResult:
-        """Edit ``source`` by ``instruction`` as :meth:`Decoder.edit` does, one request per op."""
-        examples = examples or "default"
-        check_edit(mode, splice, examples, program, REMOTE_MODES)
+        """Edit ``source`` by ``instruction`` as the local decoder does, one request per op
+        (:class:`~copyedit_lsp.edit.Editor`; the local decoder's speedups do not apply)."""
+        examples = options.examples or "default"
+        options.check(REMOTE_MODES, examples)
         started = time.perf_counter()
-        session = _Session(self, EditStats(mode=mode, splice=splice), stop, on_progress)
-        prompt = self.template.edit_prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
-        # the local decoder's budget (twice the text, and some), counted in all generated tokens
-        budget = self.max_new_tokens if program else min(self.max_new_tokens, 2 * len(source.encode()) // BYTES_PER_TOKEN + 128)
-        if mode == "rewrite":
+        session = _Session(self, EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress))
+        prompt = self._prompt(source, instruction, options)
+        # the local decoder's budget, counted in all generated tokens, without the model's tokenizer
+        budget = options.budget(len(source.encode()) / BYTES_PER_TOKEN)
+        if options.mode == "rewrite":
             result = self._rewrite(session, prompt, source, budget)
         else:
-            result = self._program(session, prompt, source, splice, program, ordered, budget)
+            result = self._program(session, prompt, source, options, budget)
         session.stats.total_seconds = time.perf_counter() - started
         return result
 
-    def _program(
-        self, session: _Session, prompt: str, source: str, splice: str, target: Program | None, ordered: bool, budget: int
-    ) -> EditResult:
+    def _program(self, session: _Session, prompt: str, source: str, options: EditOptions, budget: int) -> EditResult:
         view = SourceView.of(source)
         n = len(view.lines)
+        target = options.program
         if target is not None:
             target.validate(n)
         stats = session.stats
@@ -380,23 +371,22 @@ class RemoteDecoder:
                 grammar = literal_grammar(_op_text(goal) if goal is not None else PROGRAM_CLOSE)
             else:
                 grammar = op_grammar(n, first)
-            room = min(self.max_gen_tokens, budget - stats.chosen_tokens)
-            answer = session.complete(prompt, grammar, room)
+            answer = session.complete(prompt, grammar, min(self.max_gen_tokens, budget - stats.chosen_tokens))
             op, ended = _read_op(answer, n)
             if op is None:
                 break
             ops.append(op)
             prompt += answer.text
             if isinstance(op, Copy):
-                first = op.end + 1 if ordered else 1
-                if splice == "prefill":
+                first = op.end + 1 if options.ordered else 1
+                if options.splice == "prefill":
                     prompt += view.span(op.start, op.end)
                     stats.splice_calls += 1
             stats.ops = len(ops)
-            session.report()
+            session.watch.report()
             if ended:
                 break
-        program = Program(tuple(_whole_lines(ops, _newline_of(source))))
+        program = decoded_program(ops, source)
         return EditResult(program, resolve(program, source), stats)
 
     def _rewrite(self, session: _Session, prompt: str, source: str, budget: int) -> EditResult:

@@ -10,7 +10,6 @@ Python file does not parse into its definitions: its scope is the whole document
 from __future__ import annotations
 
 import functools
-import posixpath
 import threading
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import tree_sitter_python
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser, Tree
 
+from .languages import language_of_path
 from .resolver import split_lines
 
 LANGUAGES: dict[str, Language] = {
@@ -28,19 +28,6 @@ LANGUAGES: dict[str, Language] = {
     "javascriptreact": Language(tree_sitter_javascript.language()),
     "typescript": Language(tree_sitter_typescript.language_typescript()),
     "typescriptreact": Language(tree_sitter_typescript.language_tsx()),
-}
-
-_EXTENSIONS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascriptreact",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "typescriptreact",
 }
 
 _FUNCTIONS = {"function_definition", "function_declaration", "generator_function_declaration"}
@@ -56,9 +43,7 @@ def language_for(language_id: str | None, path: str | None = None) -> str | None
     """The languageId we parse: ``language_id`` if known, else the one of ``path``'s extension."""
     if language_id in LANGUAGES:
         return language_id
-    if path:
-        return _EXTENSIONS.get(posixpath.splitext(path)[1].lower())
-    return None
+    return language_of_path(path) if path else None
 
 
 @dataclass(frozen=True)
@@ -80,7 +65,7 @@ _PARSE_LOCK = threading.Lock()  # a Parser must not parse on two threads at once
 
 
 @dataclass(frozen=True)
-class _Parsed:
+class Parsed:
     """A parse tree, the text's lines and each line's starting byte offset (then the length)."""
 
     tree: Tree
@@ -109,7 +94,8 @@ class _Parsed:
 
 
 @functools.lru_cache(maxsize=8)
-def _parse(text: str, language_id: str) -> _Parsed:
+def parse(text: str, language_id: str) -> Parsed:
+    """The tree-sitter parse of ``text`` with its lines and their byte offsets (the last few cached)."""
     source = text.encode()
     with _PARSE_LOCK:
         tree = _parser(language_id).parse(source)
@@ -117,7 +103,7 @@ def _parse(text: str, language_id: str) -> _Parsed:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line.encode()))
-    return _Parsed(tree, lines, starts)
+    return Parsed(tree, lines, starts)
 
 
 def edit_scope(text: str, language_id: str | None, start_line: int, end_line: int) -> Scope:
@@ -130,7 +116,7 @@ def edit_scope(text: str, language_id: str | None, start_line: int, end_line: in
     if start_line != end_line:
         return Scope(start_line, end_line + 1, "selection", None)
     if language_id in LANGUAGES:
-        parsed = _parse(text, language_id)
+        parsed = parse(text, language_id)
         if 0 <= start_line < len(parsed.lines):
             node: Node | None = parsed.line_node(start_line)
             while node is not None:
@@ -214,7 +200,7 @@ def top_level_chunks(text: str, language_id: str | None, max_lines: int) -> list
     count = len(lines)
     cuts = [True] * (count + 1)  # cuts[i]: a chunk may start at line i
     if language_id in LANGUAGES:
-        parsed = _parse(text, language_id)
+        parsed = parse(text, language_id)
         preferred = cuts.copy()
         previous_last = -1
         for child in parsed.tree.root_node.children:
@@ -246,7 +232,7 @@ def syntax_errors(text: str, language_id: str | None) -> int | None:
     if language_id not in LANGUAGES:
         return None
     count = 0
-    stack = [_parse(text, language_id).tree.root_node]
+    stack = [parse(text, language_id).tree.root_node]
     while stack:
         node = stack.pop()
         count += node.is_error or node.is_missing

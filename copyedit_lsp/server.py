@@ -1,4 +1,4 @@
-"""The language server: thin pygls handlers over :mod:`actions`, :mod:`editing`, :mod:`engine`.
+"""The language server: thin pygls handlers over :mod:`actions`, :mod:`region`, :mod:`engine`.
 
 Every change goes to the client as a versioned ``workspace/applyEdit``; the server never writes a file.
 """
@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import contextvars
 import logging
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInternalError
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -24,17 +26,19 @@ from pygls.uris import from_fs_path, to_fs_path
 from . import __version__
 from .actions import Diagnostic, list_actions
 from .config import Settings, updated
-from .decoder import Cancelled, EditStats
-from .editing import (
+from .edit import Cancelled, EditResult, EditStats
+from .engine import Engine
+from .region import (
     EditArguments,
     RefactorArguments,
     Region,
-    adds_syntax_errors,
+    check_size,
+    chunk_lines,
     parse_arguments,
     plan_region,
+    refusal,
     replace_region,
 )
-from .engine import Engine
 from .resolver import split_lines
 from .scope import language_for, top_level_chunks
 from .textedits import region_edits
@@ -43,13 +47,20 @@ from .workspace_files import WorkspaceFile, workspace_files
 EDIT_COMMAND = "copyedit.edit"
 REFACTOR_COMMAND = "copyedit.refactorWorkspace"
 CANCEL_COMMAND = "copyedit.cancel"
+CANCELLED = {"applied": False, "reason": "cancelled"}
 
 log = logging.getLogger(__name__)
 _request_id: contextvars.ContextVar[object] = contextvars.ContextVar("copyedit_request_id", default=None)
 
 
 class CopyeditProtocol(LanguageServerProtocol):
-    """Remembers which request a handler serves, so ``$/cancelRequest`` can stop a running edit."""
+    """Makes ``$/cancelRequest`` stop a running edit.
+
+    pygls runs ``workspace/executeCommand`` as a generator that awaits the command's coroutine as
+    a separate task: a cancel only cancels the request's result future (the client gets
+    RequestCancelled), never that task.  No public hook exists, so the request's id is kept in a
+    context variable the command's task inherits, and the cancel sets that request's stop flag.
+    """
 
     def _handle_request(self, msg_id, method_name, params):
         token = _request_id.set(msg_id)
@@ -66,7 +77,7 @@ class CopyeditProtocol(LanguageServerProtocol):
 
 
 class CopyeditServer(LanguageServer):
-    """The server's state: settings, the engine, the stop flags of running requests."""
+    """The server's state: settings, the engine, the stop flags of running requests by id."""
 
     def __init__(self) -> None:
         super().__init__("copyedit-lsp", __version__, protocol_cls=CopyeditProtocol)
@@ -154,31 +165,30 @@ def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[type
         for d in params.context.diagnostics
         if d.source != "copyedit"
     ]
-    actions = []
-    for action in list_actions(document.source, document.language_id, start, end, diagnostics):
-        arguments: dict = {"uri": params.text_document.uri, "version": document.version}
-        if action.instruction is not None:
-            arguments["instruction"] = action.instruction
-        if action.comment_line is not None:
-            arguments["commentLine"] = action.comment_line
-        selection = params.range if action.follows_selection else _cursor(action.start_line)
-        arguments["range"] = {
-            "start": {"line": selection.start.line, "character": selection.start.character},
-            "end": {"line": selection.end.line, "character": selection.end.character},
-        }
-        actions.append(
-            types.CodeAction(
-                title=action.title,
-                kind=action.kind,
-                command=types.Command(title=action.title, command=EDIT_COMMAND, arguments=[arguments]),
-            )
+    return [
+        types.CodeAction(
+            title=action.title,
+            kind=action.kind,
+            command=types.Command(title=action.title, command=EDIT_COMMAND, arguments=[_edit_arguments(params, document, action)]),
         )
-    return actions
+        for action in list_actions(document.source, document.language_id, start, end, diagnostics)
+    ]
 
 
-def _cursor(line: int) -> types.Range:
-    position = types.Position(line=line, character=0)
-    return types.Range(start=position, end=position)
+def _edit_arguments(params: types.CodeActionParams, document, action) -> dict:
+    """``copyedit.edit``'s argument object for a code action."""
+    arguments: dict = {"uri": params.text_document.uri, "version": document.version}
+    if action.instruction is not None:
+        arguments["instruction"] = action.instruction
+    if action.comment_line is not None:
+        arguments["commentLine"] = action.comment_line
+    cursor = types.Position(line=action.start_line, character=0)
+    selection = params.range if action.follows_selection else types.Range(start=cursor, end=cursor)
+    arguments["range"] = {
+        "start": {"line": selection.start.line, "character": selection.start.character},
+        "end": {"line": selection.end.line, "character": selection.end.character},
+    }
+    return arguments
 
 
 def _open_document(ls: CopyeditServer, uri: str):
@@ -197,6 +207,7 @@ class _Progress:
         self.loop = asyncio.get_running_loop()
         self.started = time.perf_counter()
         self.title = title
+        self.cancelled = False  # the edit stopped at the user's request
 
     async def begin(self, message: str) -> None:
         if not self.enabled:
@@ -229,11 +240,40 @@ class _Progress:
             self.ls.work_done_progress.tokens.pop(self.token, None)
 
 
-def _request_stop(ls: CopyeditServer) -> tuple[object, threading.Event]:
-    request = _request_id.get()
-    stop = threading.Event()
+@contextlib.asynccontextmanager
+async def _work(ls: CopyeditServer, command: str, title: str) -> AsyncIterator[_Progress]:
+    """One command's stop flag and cancellable progress.  A :class:`Cancelled` edit ends the block
+    with ``progress.cancelled`` set; a cancelled request ends it with pygls's cancellation; any
+    other error becomes an InternalError that names the command.  Nothing is applied in either."""
+    request, stop = _request_id.get(), threading.Event()
     ls.stops[request] = stop
-    return request, stop
+    progress = _Progress(ls, title, stop)
+    try:
+        yield progress
+    except Cancelled:
+        progress.cancelled = True
+        progress.end("cancelled: nothing applied")
+    except asyncio.CancelledError:  # $/cancelRequest: the decoder has stopped, the client gets an error
+        progress.end("cancelled: nothing applied")
+        raise
+    except (JsonRpcInvalidParams, JsonRpcInternalError):
+        progress.end("failed: nothing applied")
+        raise
+    except Exception as error:
+        progress.end("failed: nothing applied")
+        raise JsonRpcInternalError(f"{command}: {error}") from None
+    finally:
+        ls.stops.pop(request, None)
+
+
+async def _apply(ls: CopyeditServer, instruction: str, edit: types.WorkspaceEdit) -> bool:
+    """``workspace/applyEdit``: whether the client applied ``edit`` (its reason logged if not)."""
+    response = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(label=f"copyedit: {instruction}", edit=edit)
+    )
+    if not response.applied:
+        log.warning("the client did not apply the edit: %s", response.failure_reason or "no reason given")
+    return response.applied
 
 
 def _summary(stats: EditStats) -> dict:
@@ -263,84 +303,58 @@ def _command_arguments(command: str, arguments: tuple, kind: type):
 async def edit(ls: CopyeditServer, *arguments) -> dict:
     """``workspace/executeCommand`` ``copyedit.edit {uri, range?, instruction}``: edit a scope with the model."""
     args = _command_arguments(EDIT_COMMAND, arguments, EditArguments)
+    document = _document_to_edit(ls, args)
+    text, version = document.source, document.version
+    language = language_for(document.language_id, args.uri)
+    region = _invalid_params(EDIT_COMMAND, plan_region, text, language, args)
+    what = f"{region.kind} {region.name}" if region.name else region.kind
+    async with _work(ls, EDIT_COMMAND, "copyedit") as progress:
+        await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
+        result = await _run_region(ls, region, args.instruction, language, progress.stop, progress.report_stats)
+    if progress.cancelled:
+        return CANCELLED
+    new_text = replace_region(text, region, result.text)
+    changed = document.version != version or document.source != text
+    reason = refusal(text, new_text, language, changed=changed, syntax_guard=ls.settings.syntax_guard)
+    if reason is not None:
+        progress.end(f"not applied: {reason}")
+        _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
+        return {"applied": False, "reason": reason, "text": new_text, "stats": _summary(result.stats)}
+    program = result.program if region.comment_line is None else None
+    edits = region_edits(text, region.start, region.end, result.text, program, _encoding(ls))
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
+    workspace_edit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)])
+    applied = not edits or await _apply(ls, args.instruction, workspace_edit)
+    progress.end(f"{len(edits)} edits applied" if applied else "the client did not apply the edit")
+    return {"applied": applied, "edits": len(edits), "text": new_text, "stats": _summary(result.stats)}
+
+
+def _document_to_edit(ls: CopyeditServer, args: EditArguments):
+    """The open document ``args`` name, at the version they name and within maxFileBytes."""
     document = _open_document(ls, args.uri)
     if document is None:
         raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: {args.uri} is not an open document")
     if args.version is not None and document.version != args.version:
         raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: the document changed (version {document.version}, not {args.version})")
-    text, version = document.source, document.version
-    if len(text.encode("utf-8", errors="surrogatepass")) > ls.settings.max_file_bytes:
-        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: the document is larger than maxFileBytes ({ls.settings.max_file_bytes})")
-    language = language_for(document.language_id, args.uri)
+    _invalid_params(EDIT_COMMAND, check_size, document.source, ls.settings.max_file_bytes)
+    return document
+
+
+def _invalid_params(command: str, check, *args):
+    """``check(*args)``, its ValueError an InvalidParams error that names ``command``."""
     try:
-        region = plan_region(text, language, args)
+        return check(*args)
     except ValueError as error:
-        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: {error}") from None
-
-    request, stop = _request_stop(ls)
-    progress = _Progress(ls, "copyedit", stop)
-    what = f"{region.kind} {region.name}" if region.name else region.kind
-    try:
-        await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
-        result = await _run_region(ls, region, args.instruction, language, stop, progress.report_stats)
-    except Cancelled:
-        progress.end("cancelled: nothing applied")
-        return {"applied": False, "reason": "cancelled"}
-    except asyncio.CancelledError:  # $/cancelRequest: the decoder has stopped, the client gets an error
-        progress.end("cancelled: nothing applied")
-        raise
-    except Exception as error:
-        progress.end("failed: nothing applied")
-        raise JsonRpcInternalError(f"{EDIT_COMMAND}: {error}") from None
-    finally:
-        ls.stops.pop(request, None)
-
-    new_source, stats, program = result
-    new_text = replace_region(text, region, new_source)
-    reason = _refusal(ls, document, version, text, new_text, language)
-    if reason is not None:
-        progress.end(f"not applied: {reason}")
-        _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
-        return {"applied": False, "reason": reason, "text": new_text, "stats": _summary(stats)}
-    edits = region_edits(
-        text, region.start, region.end, new_source, program if region.comment_line is None else None, _encoding(ls)
-    )
-    applied = True
-    if edits:
-        response = await ls.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(
-                label=f"copyedit: {args.instruction}",
-                edit=types.WorkspaceEdit(
-                    document_changes=[
-                        types.TextDocumentEdit(
-                            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version),
-                            edits=edits,
-                        )
-                    ]
-                ),
-            )
-        )
-        applied = response.applied
-    progress.end(f"{len(edits)} edits applied" if applied else "the client did not apply the edit")
-    return {"applied": applied, "edits": len(edits), "text": new_text, "stats": _summary(stats)}
+        raise JsonRpcInvalidParams(f"{command}: {error}") from None
 
 
 async def _run_region(
     ls: CopyeditServer, region: Region, instruction: str, language: str | None, stop: threading.Event, on_progress=None
-):
-    result = await ls.engine.edit(
+) -> EditResult:
+    """The engine's edit of ``region``, stopped by ``stop``."""
+    return await ls.engine.edit(
         region.source, instruction, ls.settings, language=language or "", stop=stop, on_progress=on_progress
     )
-    return result.text, result.stats, result.program
-
-
-def _refusal(ls: CopyeditServer, document, version, before: str, after: str, language: str | None) -> str | None:
-    """Why a finished edit must not be applied, or None."""
-    if document.version != version or document.source != before:
-        return "the document changed while the edit ran; run it again"
-    if ls.settings.syntax_guard and adds_syntax_errors(before, after, language):
-        return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
-    return None
 
 
 def _encoding(ls: CopyeditServer) -> str:
@@ -357,39 +371,23 @@ async def refactor_workspace(ls: CopyeditServer, *arguments) -> dict:
     if not roots:
         raise JsonRpcInvalidParams(f"{REFACTOR_COMMAND}: the client opened no workspace folder")
     files, skipped = workspace_files(roots, args.include, args.maxFiles, max_bytes=ls.settings.max_file_bytes)
-    request, stop = _request_stop(ls)
-    progress = _Progress(ls, "copyedit: refactor workspace", stop)
-    changes: list[types.TextDocumentEdit] = []
-    annotations: dict[str, types.ChangeAnnotation] = {}
-    try:
+    changes: dict[str, types.TextDocumentEdit] = {}  # by the file's relative path, its annotation's id
+    async with _work(ls, REFACTOR_COMMAND, "copyedit: refactor workspace") as progress:
         await progress.begin(f"{len(files)} files")
         for number, file in enumerate(files, 1):
             progress.report(f"file {number} of {len(files)}: {file.relative}", int(100 * (number - 1) / max(len(files), 1)))
-            change = await _refactor_file(ls, file, args.instruction, stop, skipped)
-            if change is not None:
-                annotations[file.relative] = types.ChangeAnnotation(
-                    label=file.relative, needs_confirmation=True, description=args.instruction
-                )
-                changes.append(change)
-    except Cancelled:
-        progress.end("cancelled: nothing applied")
-        return {"applied": False, "reason": "cancelled"}
-    except asyncio.CancelledError:
-        progress.end("cancelled: nothing applied")
-        raise
-    finally:
-        ls.stops.pop(request, None)
+            if (change := await _refactor_file(ls, file, args.instruction, progress.stop, skipped)) is not None:
+                changes[file.relative] = change
+    if progress.cancelled:
+        return CANCELLED
     if skipped:
         _notify(ls, "skipped " + "; ".join(f"{path}: {why}" for path, why in skipped), types.MessageType.Warning)
-    applied = False
-    if changes:
-        response = await ls.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(
-                label=f"copyedit: {args.instruction}",
-                edit=types.WorkspaceEdit(document_changes=changes, change_annotations=annotations),
-            )
-        )
-        applied = response.applied
+    annotations = {
+        relative: types.ChangeAnnotation(label=relative, needs_confirmation=True, description=args.instruction)
+        for relative in changes
+    }
+    workspace_edit = types.WorkspaceEdit(document_changes=list(changes.values()), change_annotations=annotations)
+    applied = bool(changes) and await _apply(ls, args.instruction, workspace_edit)
     progress.end(f"{len(changes)} files changed")
     return {"applied": applied, "files": len(files), "changed": len(changes), "skipped": [p for p, _ in skipped]}
 
@@ -402,13 +400,12 @@ async def _refactor_file(
     document = _open_document(ls, uri)
     text, version = (document.source, document.version) if document is not None else (file.text, None)
     language = language_for(document.language_id if document else None, str(file.path))
-    max_lines = max(20, ls.settings.n_ctx // 40)  # a code line is about 10 tokens; keep room for the prompt
     lines = split_lines(text)
     edits: list[types.AnnotatedTextEdit] = []
-    for start, end in top_level_chunks(text, language, max_lines):
+    for start, end in top_level_chunks(text, language, chunk_lines(ls.settings.n_ctx)):
         region = Region(start, end, "".join(lines[start:end]), "chunk")
         try:
-            new_source, _, program = await _run_region(ls, region, instruction, language, stop)
+            result = await _run_region(ls, region, instruction, language, stop)
         except Cancelled:
             raise
         except Exception as error:  # this file is reported and left alone; the others go on
@@ -416,7 +413,7 @@ async def _refactor_file(
             return None
         edits += [
             types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=file.relative)
-            for e in region_edits(text, region.start, region.end, new_source, program, _encoding(ls))
+            for e in region_edits(text, region.start, region.end, result.text, result.program, _encoding(ls))
         ]
     if not edits:
         return None

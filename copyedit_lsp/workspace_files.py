@@ -7,7 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.js", "*.mjs", "*.cjs", "*.jsx", "*.ts", "*.tsx")
+from .languages import SOURCE_PATTERNS
+
 SKIPPED_FOLDERS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox", "dist", "build"}
 
 
@@ -40,7 +41,7 @@ def workspace_files(
             for name in sorted(names):
                 path = Path(folder) / name
                 relative = path.relative_to(root).as_posix()
-                if not _matches(relative, include or DEFAULT_INCLUDE):
+                if not _matches(relative, include or SOURCE_PATTERNS):
                     continue
                 real = path.resolve()
                 if not any(real.is_relative_to(r) for r in resolved_roots):

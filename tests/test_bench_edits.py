@@ -6,9 +6,10 @@ import math
 import pytest
 
 from copyedit_lsp.backend import Backend
+from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.edits import BASE_MODES, bound_table, edits_benchmark, kernel_curve, summarize, write_outputs
-from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
+from copyedit_lsp.edit import EditOptions
 
 KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"span": 256, "speedup": 4.0}]}
 
@@ -83,9 +84,9 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
         assert math.isfinite(result["bounds"][name]["bound_median"])
     # each mode's fixed prefix was warm before its edit was timed, and nothing more: every edit evaluated
     # its item's own tokens (lookup follows rewrite with the same prompt and must not reuse it)
-    for item, rows in zip(sets["py"], (result["sets"]["py"]["rows"][:len(modes)], result["sets"]["py"]["rows"][len(modes):])):
+    for item, rows in zip(sets["py"], (result["sets"]["py"]["rows"][:len(modes)], result["sets"]["py"]["rows"][len(modes):]), strict=False):
         code = len(decoder.backend.tokenize(item.before))
-        prompt = decoder.prompt(item.before, item.instruction, mode="rewrite", language="python")
+        prompt = decoder.prompt(item.before, item.instruction, EditOptions(mode="rewrite", language="python"))
         assert all(code < r["prefill_tokens"] < code + 40 + 4 * item.before.count("\n") < len(prompt) for r in rows)
     paths = write_outputs(result, tmp_path)
     assert all(path.stat().st_size > 0 for path in paths)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp import checks
-from copyedit_lsp.checks import run_tests
-from copyedit_lsp.datasets import EditItem, load_items
+from copyedit_lsp.bench import checks
+from copyedit_lsp.bench.checks import run_tests
+from copyedit_lsp.bench.datasets import EditItem, load_items
 
 
 @pytest.mark.parametrize("preset", ["humanevalfix-python", "humanevalfix-js", "quixbugs"])
@@ -54,8 +54,8 @@ def test_a_test_process_dies_with_the_process_that_runs_it(tmp_path):
     test = f"import os\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n"
     script = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from copyedit_lsp.checks import run_tests\n"
-        "from copyedit_lsp.datasets import EditItem\n"
+        "from copyedit_lsp.bench.checks import run_tests\n"
+        "from copyedit_lsp.bench.datasets import EditItem\n"
         f"run_tests(EditItem('x', '', '', '', test={test!r}), 'pass', timeout=60)\n"
     )
     runner = subprocess.Popen([sys.executable, "-c", script, str(Path(__file__).parents[1])])

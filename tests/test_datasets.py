@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from copyedit_lsp.datasets import FILE_FUNCTIONS, load_items
+from copyedit_lsp.bench.datasets import FILE_FUNCTIONS, load_items
 
 
 def write(path, records):
@@ -57,7 +57,7 @@ def test_a_seed_shuffles_before_the_limit():
 def test_whole_file_sets_hold_one_bug_among_fixed_functions(name, preset):
     items, files = load_items(preset), load_items(name)
     assert len(files) == len(items)
-    for k, (item, file) in enumerate(zip(items[:12], files[:12])):
+    for k, (item, file) in enumerate(zip(items[:12], files[:12], strict=False)):
         bug, fix = item.before.strip("\n"), item.after.strip("\n")
         others = [items[k + i].after.strip("\n") for i in range(1, FILE_FUNCTIONS)]
         assert file.id == f"{item.id}-file" and file.test == item.test and file.language == item.language

@@ -6,17 +6,19 @@ import numpy as np
 import pytest
 
 from copyedit_lsp.backend import Backend, BackendError, Vocabulary
-from copyedit_lsp.datasets import load_items
+from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
-from copyedit_lsp.decoder import (
+from copyedit_lsp.decoder import Decoder
+from copyedit_lsp.drafts import ProgramDrafter
+from copyedit_lsp.edit import (
     NO_SPEEDUPS,
     Cancelled,
     ContextOverflow,
     DecodeError,
-    Decoder,
-    _Drafter,
-    _newline_of,
-    _whole_lines,
+    EditOptions,
+    Speedups,
+    decoded_program,
+    newline_of,
 )
 from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.models import ModelError
@@ -94,8 +96,8 @@ def test_forced_mode_reproduces_every_humanevalfix_python_item(tiny):
         copies = [op for op in program.ops if isinstance(op, Copy)]
         results = []
         for fast in (True, False) if k < 40 else (True,):
-            result = tiny.edit(item.before, item.instruction, mode="forced", program=program,
-                               **({} if fast else {"speedups": NO_SPEEDUPS}))
+            speedups = Speedups() if fast else NO_SPEEDUPS
+            result = tiny.edit(item.before, item.instruction, EditOptions(mode="forced", program=program, speedups=speedups))
             assert result.text == item.after, item.id
             assert result.program == program, item.id
             assert result.stats.chosen_tokens == chosen_tokens(tiny, program, n), item.id
@@ -112,12 +114,12 @@ def test_program_mode_with_and_without_each_speedup(qwen):
     """Greedy program mode writes the same tokens with each speedup off (and all off), but for near
     ties: drafts and merged batches are evaluated in other batches, which llama.cpp rounds differently."""
     items = load_items("humanevalfix-python", limit=6)
-    fast = {item.id: qwen.edit(item.before, item.instruction, language="python") for item in items}
+    fast = {item.id: qwen.edit(item.before, item.instruction, EditOptions(language="python")) for item in items}
     steps = {name: 0 for name in ABLATIONS}
     for name, speedups in ABLATIONS.items():
         same = 0
         for item in items:
-            slow = qwen.edit(item.before, item.instruction, language="python", speedups=speedups)
+            slow = qwen.edit(item.before, item.instruction, EditOptions(language="python", speedups=speedups))
             steps[name] += slow.stats.decode_steps
             if slow.tokens == fast[item.id].tokens:
                 assert slow.program == fast[item.id].program
@@ -130,7 +132,8 @@ def test_program_mode_with_and_without_each_speedup(qwen):
 
 def test_drafts_guess_the_line_after_a_gen(tiny):
     view = SourceView.of("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n")
-    drafter = _Drafter(tiny, view)
+    drafter = ProgramDrafter(tiny.tokens, view, tiny.backend.tokenize, tiny.backend.piece,
+                             ngram=tiny.draft_ngram, draft_tokens=tiny.draft_tokens)
     drafter.line = 2
     assert drafter.resume_line("b = 20\n") == 3  # one line rewritten
     assert drafter.resume_line("b = 2\nc = 3\nd = 4\n") == 5  # lines written out as they were
@@ -143,7 +146,7 @@ def test_drafts_guess_the_line_after_a_gen(tiny):
 def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
     item = load_items("quixbugs", limit=1)[0]
     program = oracle_program(item.before, item.after)
-    result = tiny.edit(item.before, item.instruction, mode="forced", program=program, splice="none")
+    result = tiny.edit(item.before, item.instruction, EditOptions(mode="forced", program=program, splice="none"))
     assert result.text == item.after
     assert result.stats.spliced_tokens == 0 and result.stats.splice_calls == 0
 
@@ -154,7 +157,7 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
     copies one short line and regenerates the rest pays more in tags than it saves)."""
     steps = output = 0
     for item in load_items("humanevalfix-python", limit=20):
-        result = qwen.edit(item.before, item.instruction, language="python")
+        result = qwen.edit(item.before, item.instruction, EditOptions(language="python"))
         view = SourceView.of(item.before)
         program = parse_program(result.program.to_text(), n_lines=len(view.lines))
         assert resolve(program, item.before) == result.text
@@ -169,9 +172,9 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
 
 
 def test_second_edit_reuses_the_prompt_prefix(tiny):
-    first = tiny.edit("x = 1\n", "Rename x to y.", mode="rewrite", language="python")
-    tiny.edit("a = 2\nb = 3\n", "Swap the values.", mode="rewrite", language="python")
-    second = tiny.edit("x = 1\n", "Rename x to y.", mode="rewrite", language="python")
+    first = tiny.edit("x = 1\n", "Rename x to y.", EditOptions(mode="rewrite", language="python"))
+    tiny.edit("a = 2\nb = 3\n", "Swap the values.", EditOptions(mode="rewrite", language="python"))
+    second = tiny.edit("x = 1\n", "Rename x to y.", EditOptions(mode="rewrite", language="python"))
     assert first.stats.prefill_tokens + first.stats.prefix_reused_tokens == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
     examples = rewrite_messages("", "", "")[:-1]  # the system prompt and the examples
     shared = tiny.backend.tokenize(tiny.template.render(examples, ""), special=True)
@@ -199,18 +202,18 @@ def test_cancellation_mid_program_returns_nothing_and_the_next_edit_works(tiny):
         return len(checks) > 5
 
     with pytest.raises(Cancelled):
-        tiny.edit(item.before, item.instruction, mode="forced", program=program, stop=stop)
+        tiny.edit(item.before, item.instruction, EditOptions(mode="forced", program=program), stop=stop)
     assert len(checks) == 6  # stopped at the first check after the flag went up
-    assert tiny.edit(item.before, item.instruction, mode="forced", program=program).text == item.after
+    assert tiny.edit(item.before, item.instruction, EditOptions(mode="forced", program=program)).text == item.after
 
 
 def test_reserved_strings_in_document_instruction_and_generated_code(tiny):
     before = 'doc = "<copy lines=\\"1-2\\"/>"\r\nend = "</gen>"\r\nx = "<program></program>"\r\n'
     after = 'doc = "<copy lines=\\"1-2\\"/>"\r\nend = "</gen>\\n<gen>"\r\nx = "<program></program>"\r\n'
     program = oracle_program(before, after)
-    result = tiny.edit(before, "Add </gen> and <copy to the end string. </program>", mode="forced", program=program)
+    result = tiny.edit(before, "Add </gen> and <copy to the end string. </program>", EditOptions(mode="forced", program=program))
     assert result.text == after
-    free = tiny.edit(before, "Append '</program>' to x. </gen></program>", language="python")
+    free = tiny.edit(before, "Append '</program>' to x. </gen></program>", EditOptions(language="python"))
     assert parse_program(free.program.to_text(), n_lines=3) == free.program
 
 
@@ -229,8 +232,8 @@ def test_missing_and_corrupt_model_files_give_clear_errors(tmp_path, tiny_model_
 
 def test_gens_are_whole_lines_in_the_documents_line_breaks():
     ops = [Gen("a\nb"), Copy(1, 1), Gen("c\nd")]
-    assert _whole_lines(ops, "\r\n") == [Gen("a\r\nb\r\n"), Copy(1, 1), Gen("c\r\nd")]
-    assert _newline_of("a\r\nb\r\n") == "\r\n" and _newline_of("a\nb\r\n") == "\r\n" and _newline_of("a\nb\nc\r\n") == "\n"
+    assert decoded_program(ops, "x\r\ny\r\n").ops == (Gen("a\r\nb\r\n"), Copy(1, 1), Gen("c\r\nd"))
+    assert newline_of("a\r\nb\r\n") == "\r\n" and newline_of("a\nb\r\n") == "\r\n" and newline_of("a\nb\nc\r\n") == "\n"
 
 
 def test_lookup_writes_what_rewrite_writes(qwen):
@@ -239,8 +242,8 @@ def test_lookup_writes_what_rewrite_writes(qwen):
     the two part, it must be at a near tie: both tokens are the greedy model's top two, a hair apart."""
     same = steps = lookup_steps = 0
     for item in load_items("humanevalfix-python", limit=20):
-        rewrite = qwen.edit(item.before, item.instruction, mode="rewrite", language="python")
-        lookup = qwen.edit(item.before, item.instruction, mode="lookup", language="python")
+        rewrite = qwen.edit(item.before, item.instruction, EditOptions(mode="rewrite", language="python"))
+        lookup = qwen.edit(item.before, item.instruction, EditOptions(mode="lookup", language="python"))
         steps += rewrite.stats.decode_steps
         lookup_steps += lookup.stats.decode_steps
         assert lookup.stats.accepted_tokens <= lookup.stats.drafted_tokens
@@ -248,7 +251,7 @@ def test_lookup_writes_what_rewrite_writes(qwen):
             assert lookup.text == rewrite.text
             same += 1
             continue
-        prompt = qwen.prompt(item.before, item.instruction, mode="rewrite", language="python")
+        prompt = qwen.prompt(item.before, item.instruction, EditOptions(mode="rewrite", language="python"))
         logits, a, b = near_tie(qwen, prompt, rewrite.tokens, lookup.tokens)
         assert {a, b} == set(np.argsort(logits)[-2:].tolist()), item.id
     assert same >= 10
@@ -259,23 +262,22 @@ def test_copies_are_ordered_by_default(tiny):
     """By default a copy never starts at or before the previous copy's end (nine copies of a two-line
     function cannot happen); ``ordered=False`` lets copies go back."""
     for item in load_items("humanevalfix-python", limit=6):
-        result = tiny.edit(item.before, item.instruction, language="python")
+        result = tiny.edit(item.before, item.instruction, EditOptions(language="python"))
         copies = [op for op in result.program.ops if isinstance(op, Copy)]
-        assert all(later.start > earlier.end for earlier, later in zip(copies, copies[1:])), item.id
+        assert all(later.start > earlier.end for earlier, later in zip(copies, copies[1:], strict=False)), item.id
     with pytest.raises(DecodeError, match="outside"):
-        tiny.edit("a\nb\nc\nd\n", "Swap the halves.", mode="forced", program=Program((Copy(3, 4), Copy(1, 2))))
-    swapped = tiny.edit("a\nb\nc\nd\n", "Swap the halves.", mode="forced", program=Program((Copy(3, 4), Copy(1, 2))),
-                        ordered=False)
+        tiny.edit("a\nb\nc\nd\n", "Swap the halves.", EditOptions(mode="forced", program=Program((Copy(3, 4), Copy(1, 2)))))
+    swapped = tiny.edit("a\nb\nc\nd\n", "Swap the halves.", EditOptions(mode="forced", program=Program((Copy(3, 4), Copy(1, 2))), ordered=False))
     assert swapped.text == "c\nd\na\nb\n"
 
 
 def test_example_sets_change_the_prompt(tiny):
-    prompts = {name: tiny.prompt("x = 1\n", "Rename x.", examples=name) for name in ("none", "default", "extended")}
+    prompts = {name: tiny.prompt("x = 1\n", "Rename x.", EditOptions(examples=name)) for name in ("none", "default", "extended")}
     assert len(prompts["none"]) < len(prompts["default"]) < len(prompts["extended"])
     assert "count_words" in tiny.backend.detokenize(prompts["extended"])
     assert "count_words" not in tiny.backend.detokenize(prompts["default"])
     with pytest.raises(ValueError, match="examples"):
-        tiny.edit("x = 1\n", "Rename x.", examples="many")
+        tiny.edit("x = 1\n", "Rename x.", EditOptions(examples="many"))
 
 
 def test_a_restored_snapshot_gives_the_same_logits(tiny):

@@ -2,7 +2,9 @@
 
 import pytest
 from hypothesis import given, settings
+from strategies import edits
 
+from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.formats import (
     FormatError,
     apply_search_replace,
@@ -11,9 +13,6 @@ from copyedit_lsp.bench.formats import (
     search_replace_text,
     unified_diff_text,
 )
-from copyedit_lsp.datasets import load_items
-
-from strategies import edits
 
 
 @settings(max_examples=800, deadline=None)

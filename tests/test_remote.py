@@ -16,16 +16,16 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_lsp
-from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_server import open_document, run_edit, start
 
 from copyedit_lsp import remote
 from copyedit_lsp.backend import Backend, Vocabulary
-from copyedit_lsp.checks import _die_with_parent
+from copyedit_lsp.bench.checks import die_with_parent
+from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.config import Settings, updated
-from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Cancelled, ContextOverflow, Decoder
+from copyedit_lsp.decoder import Decoder
+from copyedit_lsp.edit import Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.engine import Engine
 from copyedit_lsp.models import DEFAULT_MODEL
 from copyedit_lsp.program import Copy, Program
@@ -56,7 +56,7 @@ class LlamaServer:
             "--port", str(self.port), "--interrupt_requests", "False",
         ]
         self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=log.open("wb"), preexec_fn=_die_with_parent
+            command, stdout=subprocess.DEVNULL, stderr=log.open("wb"), preexec_fn=die_with_parent
         )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -116,16 +116,16 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
     assert remote_decoder.model == DEFAULT_MODEL  # the first model the server lists
     copies = 0
     for item in items:
-        here = local_decoder.edit(item.before, item.instruction, language=item.language)
-        there = remote_decoder.edit(item.before, item.instruction, language=item.language)
+        here = local_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
+        there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
         assert there.program == here.program, item.id
         assert there.text == here.text, item.id
         assert there.stats.requests == len(there.program.ops) + 1  # one per op, one for the end
         copies += sum(isinstance(op, Copy) for op in there.program.ops)
     assert copies >= len(items)  # the model copies: the splice is exercised
     for item in items[:2]:
-        here = local_decoder.edit(item.before, item.instruction, mode="rewrite", language=item.language)
-        there = remote_decoder.edit(item.before, item.instruction, mode="rewrite", language=item.language)
+        here = local_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite", language=item.language))
+        there = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite", language=item.language))
         assert there.text == here.text, item.id
         assert there.stats.requests == 1
 
@@ -133,7 +133,7 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
 def test_forced_mode_writes_the_script_remotely(remote_decoder, items):
     for item in items[:3]:
         program = oracle_program(item.before, item.after)
-        result = remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)
+        result = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
         assert result.program == program and result.text == item.after
         assert result.stats.requests == len(program.ops) + 1
 
@@ -142,9 +142,9 @@ def test_a_copy_is_spliced_by_the_servers_prefix_cache(remote_decoder, llama_ser
     item = items[0]
     view = SourceView.of(item.before)
     program = Program((Copy(1, len(view.lines)),))
-    remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)  # warm the prefix
+    remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))  # warm the prefix
     since = llama_server.log_size()
-    result = remote_decoder.edit(item.before, item.instruction, mode="forced", program=program)
+    result = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
     assert result.text == item.before
     (reused_1, evaluated_1), (reused_2, evaluated_2) = llama_server.prefix_hits(since)
     assert reused_1 > 300 and evaluated_1 < 200  # the system prompt and examples came from the cache
@@ -166,10 +166,8 @@ def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, i
         return len(pieces) >= 3
 
     with pytest.raises(Cancelled):
-        remote_decoder.edit(item.before, item.instruction, mode="rewrite", stop=stop,
-                            on_progress=lambda stats: pieces.append(stats.chosen_tokens))
-    result = remote_decoder.edit(item.before, item.instruction, mode="forced",
-                                 program=oracle_program(item.before, item.after))
+        remote_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite"), stop=stop, on_progress=lambda stats: pieces.append(stats.chosen_tokens))
+    result = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=oracle_program(item.before, item.after)))
     assert result.text == item.after
 
 
@@ -333,11 +331,11 @@ async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
     try:
         engine.load(settings).result()
         with pytest.raises(RemoteError, match="cannot reach"):
-            await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
+            await engine.edit("x = 1\n", "Keep it.", settings, EditOptions(language="python"), stop=threading.Event())
         answers = [(200, sse('<copy lines="1-1"/>\n'), 0.0), (200, sse("</program>"), 0.0)]
         fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): answers}, port=port)
         try:
-            result = await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
+            result = await engine.edit("x = 1\n", "Keep it.", settings, EditOptions(language="python"), stop=threading.Event())
             assert result.program == Program((Copy(1, 1),)) and result.text == "x = 1\n"
         finally:
             fake.close()
@@ -357,3 +355,35 @@ def test_remote_settings_are_checked():
     ]:
         with pytest.raises(ValueError, match=message):
             updated(Settings(), bad)
+
+
+def test_the_remote_backend_runs_without_llama_cpp_python():
+    """The remote backend, its settings and its prompts import nothing of llama.cpp: in a Python
+    where ``import llama_cpp`` fails, an edit runs against a server and its prompt is the one the
+    server would be sent with llama-cpp-python installed."""
+    copy, end = sse('<copy lines="1-1"/>\n'), sse("</program>")
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, copy, 0.0), (200, end, 0.0)]})
+    script = (
+        "import json, sys\n"
+        "sys.modules['llama_cpp'] = None  # import llama_cpp raises ImportError\n"
+        "from copyedit_lsp.config import Settings\n"
+        "from copyedit_lsp.engine import open_editor\n"
+        "editor = open_editor(Settings(backend='remote', remote_url=sys.argv[1]))\n"
+        "result = editor.edit('x = 1\\ny = 2\\n', 'Keep the first line.')\n"
+        "print(json.dumps({'text': result.text, 'program': result.program.to_text(), 'prompt': editor._prompt("
+        "'a\\n', 'Probe.', __import__('copyedit_lsp.edit').edit.EditOptions())}))\n"
+    )
+    try:
+        run = subprocess.run([sys.executable, "-c", script, fake.url], capture_output=True, text=True, timeout=60,
+                             cwd=Path(__file__).resolve().parents[1])
+    finally:
+        fake.close()
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["text"] == "x = 1\n" and out["program"] == '<program>\n<copy lines="1-1"/>\n</program>'
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from copyedit_lsp.prompt import ChatTemplate, program_messages, program_prefix
+
+    formatter = Jinja2ChatFormatter(template=ChatTemplate.CHATML, eos_token="", bos_token="")
+    assert out["prompt"] == formatter(messages=program_messages("Probe.", "a\n", splice=True)).prompt + program_prefix()

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from strategies import documents, edits
 
-from copyedit_lsp.datasets import PRESETS, load_items
+from copyedit_lsp.bench.datasets import PRESETS, load_items
 from copyedit_lsp.program import Copy, Gen, Program, ProgramError
 from copyedit_lsp.resolver import apply_edits, oracle_program, resolve, split_lines, text_edits
 
@@ -68,9 +68,9 @@ def test_oracle_round_trip(pair):
     program = oracle_program(before, after)
     assert resolve(program, before) == after
     ops = program.ops
-    assert all(not (isinstance(a, Gen) and isinstance(b, Gen)) for a, b in zip(ops, ops[1:]))
+    assert all(not (isinstance(a, Gen) and isinstance(b, Gen)) for a, b in zip(ops, ops[1:], strict=False))
     assert all(
-        not (isinstance(a, Copy) and isinstance(b, Copy) and a.end + 1 == b.start) for a, b in zip(ops, ops[1:])
+        not (isinstance(a, Copy) and isinstance(b, Copy) and a.end + 1 == b.start) for a, b in zip(ops, ops[1:], strict=False)
     )
 
 
@@ -121,8 +121,9 @@ def test_shared_data_oracle_exact_and_edits_minimal(preset):
 
 def test_core_imports_neither_llama_nor_pygls():
     code = (
-        "import sys; import copyedit_lsp.program, copyedit_lsp.resolver, copyedit_lsp.grammar, "
-        "copyedit_lsp.analysis, copyedit_lsp.datasets; "
+        "import sys; import copyedit_lsp.program, copyedit_lsp.resolver, copyedit_lsp.grammar, copyedit_lsp.edit, "
+        "copyedit_lsp.prompt, copyedit_lsp.languages, "
+        "copyedit_lsp.bench.analysis, copyedit_lsp.bench.datasets; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'pygls', 'lsprotocol')]; "
         "assert not bad, bad"
     )

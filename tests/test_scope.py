@@ -257,7 +257,7 @@ def test_syntax_errors_none_for_unknown_language():
 
 def _check_cover(chunks, count):
     assert chunks[0][0] == 0 and chunks[-1][1] == count
-    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:], strict=False))
     assert all(start < end for start, end in chunks)
 
 

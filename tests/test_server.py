@@ -120,7 +120,7 @@ async def test_code_actions_of_each_kind(tiny):
         "Edit with instruction...",
     ]
     commands = [nested_command(a) for a in actions]
-    assert all(c["command"] == "copyedit.edit" and c["title"] == a.title for a, c in zip(actions, commands))
+    assert all(c["command"] == "copyedit.edit" and c["title"] == a.title for a, c in zip(actions, commands, strict=False))
     fix, comment, _, _, free = (c["arguments"][0] for c in commands)
     assert fix["instruction"] == "Fix this problem: area uses the diameter (E42)" and fix["range"]["start"]["line"] == 4
     assert comment["commentLine"] == 7 and comment["instruction"] == "rename radius to r"

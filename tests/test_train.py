@@ -14,8 +14,9 @@ import pytest
 from copyedit_lsp import adapters
 from copyedit_lsp.adapters import resolve_selector
 from copyedit_lsp.backend import Backend, BackendError, Vocabulary
-from copyedit_lsp.datasets import load_items
+from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.decoder import Decoder
+from copyedit_lsp.edit import EditOptions
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import parse_program
 from copyedit_lsp.prompt import ChatTemplate, SourceView
@@ -86,13 +87,13 @@ def test_training_sequence_is_what_the_decoder_runs(default_model_path):
         template = ChatTemplate(vocab.metadata)
         for before, after, instruction in EDITS:
             program = oracle_program(before, after)
-            result = decoder.edit(before, instruction, mode="forced", program=program, examples="none")
+            result = decoder.edit(before, instruction, EditOptions(mode="forced", program=program, examples="none"))
             sequence = answer_sequence(program, before, vocab.tokenize, vocab.piece)
             assert list(result.tokens) == sequence.tokens, instruction
             assert result.stats.chosen_tokens == sequence.targets, instruction
             prompt = template.edit_prompt(before, instruction, mode="program", splice="prefill", language="",
                                           examples="none")
-            assert vocab.tokenize(prompt, special=True) == decoder.prompt(before, instruction, examples="none")
+            assert vocab.tokenize(prompt, special=True) == decoder.prompt(before, instruction, EditOptions(examples="none"))
     finally:
         vocab.close()
         decoder.close()
@@ -161,7 +162,7 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
             assert decoder.backend.adapter == selector.path
             text = result.program.to_text()
             assert parse_program(text, len(SourceView.of(before).lines)) == result.program
-        decoder.edit(EDITS[0][0], "Add a docstring.", mode="rewrite")
+        decoder.edit(EDITS[0][0], "Add a docstring.", EditOptions(mode="rewrite"))
         assert decoder.backend.adapter is None, "the rewrite baseline runs with the base model"
     finally:
         decoder.close()

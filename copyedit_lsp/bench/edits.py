@@ -3,7 +3,8 @@
 Per item and mode: exact match, tests passed, parse rate, latency, decode steps and spliced
 tokens; per set and mode the aggregate, with the median latency ratio over ``rewrite``.  Each
 mode's fixed prompt prefix (system prompt and examples) is in the KV cache before its edit is
-timed, as in a server that has made edits before, so latency counts the item, not the prefix.
+timed (:meth:`~copyedit_lsp.edit.Editor.warm`), and nothing of another mode's edit of the same
+item, as in a server that has made edits before: latency counts the item, not the prefix.
 
 Modes named ``remote-program``, ``remote-rewrite`` and ``remote-forced`` run on an
 OpenAI-compatible completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), one request
@@ -23,7 +24,6 @@ N / s(N) steps, where s is the measured kernel speedup curve (``copyedit bench k
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import sys
@@ -33,14 +33,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..backend import Snapshot
-from ..checks import run_tests
-from ..datasets import EditItem
-from ..decoder import NO_SPEEDUPS, Decoder, EditResult, Speedups
+from ..decoder import Decoder
+from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
-from ..remote import RemoteDecoder
 from ..resolver import oracle_program
+from .checks import run_tests
+from .datasets import EditItem
+from .output import write_json
 
 # The decoder's speedups one at a time off (and all off), as mode suffixes: ``program-no-tags``.
 ABLATIONS: dict[str, Speedups] = {
@@ -68,49 +68,6 @@ MODES |= {f"remote-{base}": BASE_MODES[base] | {"remote": True} for base in ("pr
 REFERENCES = {"lookup": "rewrite"} | {f"{base}-{name}": base for base in ("program", "forced") for name in ABLATIONS}
 # The local mode whose program and text a remote mode should write.
 REMOTE_REFERENCES = {name: name.removeprefix("remote-") for name, options in MODES.items() if options.get("remote")}
-PROBES = (("a = 1\n", "Probe one."), ("def b():\n    return 2\n", "Another probe, longer."))
-
-
-class WarmPrefixes:
-    """Makes the KV cache hold exactly a mode's fixed prompt prefix before an edit (from a saved
-    snapshot), so no mode reuses the prompt of another mode's edit of the same item; a remote
-    server's cache is made to hold the prefix by one untimed request."""
-
-    def __init__(self, decoder: Decoder | None, examples: str | None, remote: RemoteDecoder | None = None):
-        self.decoder = decoder
-        self.remote = remote
-        self.examples = examples
-        self.saved: dict[tuple, tuple[list[int], Snapshot]] = {}
-        self.remote_prefixes: dict[tuple, str] = {}
-
-    def _fixed_prefix(self, prompt: Callable[..., Sequence], mode: str, splice: str, language: str, examples: str) -> Sequence:
-        """What ``prompt`` (text or tokens) writes the same for every item: the probes' common start."""
-        prompts = [
-            prompt(source, instruction, mode=mode, splice=splice, language=language, examples=examples)
-            for source, instruction in PROBES
-        ]
-        return prompts[0][: next(i for i, (a, b) in enumerate(zip(*prompts)) if a != b)]
-
-    def warm(self, mode: str, splice: str, language: str, *, remote: bool = False) -> None:
-        family = ("program" if mode in ("program", "forced") else "rewrite", splice, language)
-        if remote:
-            assert self.remote is not None
-            if family not in self.remote_prefixes:
-                self.remote_prefixes[family] = self._fixed_prefix(
-                    self.remote.template.edit_prompt, mode, splice, language, self.examples or "default")
-            self.remote.warm(self.remote_prefixes[family])
-            return
-        assert self.decoder is not None
-        self.decoder.prepare(mode)  # the mode's adapter first: changing it empties the cache
-        if family not in self.saved:
-            examples = self.decoder.examples_for(mode, self.examples)
-            fixed = list(self._fixed_prefix(self.decoder.prompt, mode, splice, language, examples))
-            self.decoder.backend.prefill(fixed)
-            self.saved[family] = (fixed, self.decoder.backend.snapshot())
-        fixed, snapshot = self.saved[family]
-        if self.decoder.backend.cached[: len(fixed)] != fixed:
-            self.decoder.backend.restore(snapshot)
-        self.decoder.backend.truncate(len(fixed))  # nothing of an earlier edit of this item stays
 
 
 def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
@@ -155,7 +112,7 @@ def first_divergence(
     """Where ``other`` first parts from ``reference`` (answer tokens after ``prompt``): the position,
     the gap between the two tokens' logits there with ``reference`` replayed one token at a time (a
     near tie when small; None where one answer merely stops first), and those logits."""
-    at = next((i for i, (a, b) in enumerate(zip(reference, other)) if a != b), min(len(reference), len(other)))
+    at = next((i for i, (a, b) in enumerate(zip(reference, other, strict=False)) if a != b), min(len(reference), len(other)))
     if at >= min(len(reference), len(other)):
         return at, None, None
     logits, _ = decoder.backend.prefill(prompt)
@@ -164,29 +121,35 @@ def first_divergence(
     return at, float(abs(logits[reference[at]] - logits[other[at]])), logits
 
 
-def _mark_divergences(decoder: Decoder | None, items: Sequence[EditItem], rows: list[dict], examples: str | None) -> None:
+def _mark_divergences(decoder: Editor | None, items: Sequence[EditItem], rows: list[dict], examples: str | None) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
     by_key = {(r["id"], r["mode"]): r for r in rows}
     for item in items:
         for name, reference in REFERENCES.items():
             row, base = by_key.get((item.id, name)), by_key.get((item.id, reference))
-            assert decoder is not None or row is None, "local modes have a local decoder"
             if row is None or base is None or row["tokens"] == base["tokens"]:
                 continue
-            options = MODES[reference]
-            decoder.prepare(options["mode"])
-            prompt = decoder.prompt(item.before, item.instruction, mode=options["mode"], splice=options["splice"],
-                                    language=item.language, examples=examples)
+            assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
+            options = _options(reference, item, ordered=True, examples=examples)
+            decoder.prepare(options.mode)
+            prompt = decoder.prompt(item.before, item.instruction, options)
             at, gap, _ = first_divergence(decoder, prompt, base["tokens"], row["tokens"])
             row["divergence"] = {"at": at, "gap": gap}
 
 
+def _options(name: str, item: EditItem, *, ordered: bool, examples: str | None) -> EditOptions:
+    """The edit options of benchmark mode ``name`` on ``item`` (forced mode scripted by the oracle)."""
+    fields = {key: value for key, value in MODES[name].items() if key != "remote"}
+    program = oracle_program(item.before, item.after) if fields["mode"] == "forced" else None
+    return EditOptions(**fields, language=item.language, program=program, ordered=ordered, examples=examples)
+
+
 def edits_benchmark(
-    decoder: Decoder | None,
+    decoder: Editor | None,
     sets: dict[str, list[EditItem]],
     *,
     modes: Sequence[str] = tuple(BASE_MODES),
-    remote: RemoteDecoder | None = None,
+    remote: Editor | None = None,
     ordered: bool = True,
     examples: str | None = None,
     timeout: float = 10.0,
@@ -202,8 +165,7 @@ def edits_benchmark(
     for name in modes:
         if (remote if MODES[name].get("remote") else decoder) is None:
             raise ValueError(f"mode {name} needs {'a remote server' if MODES[name].get('remote') else 'a local model'}")
-    prefixes = WarmPrefixes(decoder, examples, remote)
-    selector = decoder.selector if decoder is not None else None
+    selector = getattr(decoder, "selector", None)
     result = {"modes": list(modes), "ordered": ordered, "examples": examples,
               "adapter": selector.name if selector else None, "sets": {}}
     total = sum(len(items) for items in sets.values()) * len(modes)
@@ -212,15 +174,11 @@ def edits_benchmark(
             rows = []
             for item in items:
                 for name in modes:
-                    options = dict(MODES[name])
-                    on_remote = options.pop("remote", False)
-                    prefixes.warm(options["mode"], options["splice"], item.language, remote=on_remote)
-                    program = oracle_program(item.before, item.after) if options["mode"] == "forced" else None
-                    edit = (remote if on_remote else decoder).edit(
-                        item.before, item.instruction, language=item.language, program=program,
-                        ordered=ordered, examples=examples, **options,
-                    )
-                    row = _row(item, name, edit, timeout)
+                    editor = remote if MODES[name].get("remote") else decoder
+                    assert editor is not None
+                    options = _options(name, item, ordered=ordered, examples=examples)
+                    editor.warm(options)  # as in a server that has made edits before: the item is timed, not the prefix
+                    row = _row(item, name, editor.edit(item.before, item.instruction, options), timeout)
                     rows.append(row)
                     if on_row is not None:
                         on_row(row)
@@ -228,6 +186,20 @@ def edits_benchmark(
             _mark_divergences(decoder, items, rows, examples)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
+
+
+def _against_local(name: str, mode_rows: dict[str, dict], local: dict[str, dict]) -> dict:
+    """A remote mode's rows against its local mode's: same text and program, latency ratio, requests."""
+    pairs = [(r, local[i]) for i, r in mode_rows.items() if i in local]
+    entry = {
+        "reference": REMOTE_REFERENCES[name],
+        "same_text": sum(mine["text"] == theirs["text"] for mine, theirs in pairs),
+        "latency_ratio_median": statistics.median(mine["seconds"] / theirs["seconds"] for mine, theirs in pairs),
+        "requests_per_edit": statistics.mean(r["requests"] for r in mode_rows.values()),
+    }
+    if MODES[name]["mode"] != "rewrite":
+        entry["same_program"] = sum(mine.get("program") == theirs.get("program") for mine, theirs in pairs)
+    return entry
 
 
 def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
@@ -262,15 +234,7 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
         if sum(r["drafted_tokens"] for r in values):
             entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(r["drafted_tokens"] for r in values)
         if local := by_mode.get(REMOTE_REFERENCES.get(name), {}):
-            pairs = [(r, local[i]) for i, r in mode_rows.items() if i in local]
-            entry |= {
-                "reference": REMOTE_REFERENCES[name],
-                "same_text": sum(r["text"] == l["text"] for r, l in pairs),
-                "latency_ratio_median": statistics.median(r["seconds"] / l["seconds"] for r, l in pairs),
-                "requests_per_edit": statistics.mean(r["requests"] for r in values),
-            }
-            if MODES[name]["mode"] != "rewrite":
-                entry["same_program"] = sum(r.get("program") == l.get("program") for r, l in pairs)
+            entry |= _against_local(name, mode_rows, local)
         reference = by_mode.get(REFERENCES.get(name), {})
         if reference:
             entry["reference"] = REFERENCES[name]
@@ -289,7 +253,7 @@ def kernel_curve(kernel: dict) -> Callable[[int], float]:
     def speedup(n: int) -> float:
         if n <= points[0][0]:
             return points[0][1]
-        for (n0, s0), (n1, s1) in zip(points, points[1:]):
+        for (n0, s0), (n1, s1) in zip(points, points[1:], strict=False):
             if n <= n1:
                 t = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
                 return s0 + t * (s1 - s0)
@@ -376,9 +340,8 @@ def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Pat
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path, png_path = (out_dir / f"{stem}.{suffix}" for suffix in ("json", "md", "png"))
-    json_path.write_text(json.dumps(result))
+    json_path = write_json(result, out_dir, stem, indent=None)
+    md_path, png_path = json_path.with_suffix(".md"), json_path.with_suffix(".png")
     md_path.write_text(format_tables(result) + "\n")
     figure = Figure(figsize=(11, 4.2))
     FigureCanvasAgg(figure)

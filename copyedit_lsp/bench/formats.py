@@ -13,14 +13,13 @@ Formats, each written from a before/after pair, read back from its text and appl
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 
-from ..datasets import EditItem
 from ..program import parse_program
 from ..resolver import oracle_program, resolve, split_lines
+from .datasets import EditItem
+from .output import markdown_table
 
 FORMATS = ("program", "search/replace", "unified diff", "rewrite")
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH\n", "=======\n", ">>>>>>> REPLACE\n"
@@ -158,22 +157,12 @@ def formats_benchmark(sets: dict[str, list[EditItem]], tokenize: Callable[[str],
 
 
 def format_table(result: dict) -> str:
-    lines = [
-        "| set | format | mean tokens | tokens vs rewrite | tokens vs program | round trip | ambiguous anchors |",
-        "|---|---|---:|---:|---:|---:|---:|",
+    rows = [
+        [set_name, name, f"{f['mean_tokens']:.1f}", f"{f['vs_rewrite']:.0%}", f"{f['vs_program']:.0%}",
+         f"{f['round_trip']}/{f['items']} ({f['round_trip'] / max(f['items'], 1):.1%})",
+         f["ambiguous_items"] if name == "search/replace" else "-"]
+        for set_name, formats in result["sets"].items()
+        for name, f in formats.items()
     ]
-    for set_name, formats in result["sets"].items():
-        for name, f in formats.items():
-            lines.append(
-                f"| {set_name} | {name} | {f['mean_tokens']:.1f} | {f['vs_rewrite']:.0%} | {f['vs_program']:.0%} "
-                f"| {f['round_trip']}/{f['items']} ({f['round_trip'] / max(f['items'], 1):.1%}) "
-                f"| {f['ambiguous_items'] if name == 'search/replace' else '-'} |"
-            )
-    return "\n".join(lines)
-
-
-def write_json(result: dict, out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "formats.json"
-    path.write_text(json.dumps(result, indent=2))
-    return path
+    headers = ["set", "format", "mean tokens", "tokens vs rewrite", "tokens vs program", "round trip", "ambiguous anchors"]
+    return markdown_table(headers, rows, right=range(2, 7))

@@ -11,7 +11,6 @@ Trials interleave the methods so machine noise hits all; medians are reported wi
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -20,7 +19,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..datasets import load_items
+from .datasets import load_items
+from .output import write_json
 
 SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 CEILING_BASIS = "peak batched tok/s over the spans / median one-at-a-time tok/s"
@@ -69,6 +69,27 @@ def _verify(backend, span: Sequence[int]) -> float:
 METHODS = (_decode, _splice, _unmerged, _verify)
 
 
+def _row(span: int, samples: dict) -> dict:
+    """One span's medians, speedups and spreads from its samples by method."""
+    decodes, splices = samples[_decode], samples[_splice]
+    decode_s, splice_s = statistics.median(decodes), statistics.median(splices)
+    unmerged_s, verify_s = (statistics.median(samples[m]) for m in (_unmerged, _verify))
+    return {
+        "span": span,
+        "decode_s": decode_s,
+        "splice_s": splice_s,
+        "speedup": decode_s / splice_s,
+        "decode_tok_s": span / decode_s,
+        "splice_tok_s": span / splice_s,
+        "unmerged_s": unmerged_s,
+        "merge_saving": unmerged_s / splice_s,  # how much slower the span is with its first token apart
+        "verify_s": verify_s,
+        "verify_speedup": decode_s / verify_s,  # a fully accepted draft of the span vs decoding it
+        "decode_spread": max(decodes) / min(decodes),  # noise: slowest / fastest trial
+        "splice_spread": max(splices) / min(splices),
+    }
+
+
 def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, progress=True) -> dict:
     """Median decode and splice times per span after a ``prefix_tokens`` prefix (one warm-up trial first)."""
     spans = tuple(spans)
@@ -89,27 +110,7 @@ def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, prog
                         samples[span][method].append(seconds)
                 backend.truncate(prefix_tokens)
                 bar.update()
-    rows = []
-    for span in spans:
-        decodes, splices = samples[span][_decode], samples[span][_splice]
-        decode_s, splice_s = statistics.median(decodes), statistics.median(splices)
-        unmerged_s, verify_s = (statistics.median(samples[span][m]) for m in (_unmerged, _verify))
-        rows.append(
-            {
-                "span": span,
-                "decode_s": decode_s,
-                "splice_s": splice_s,
-                "speedup": decode_s / splice_s,
-                "decode_tok_s": span / decode_s,
-                "splice_tok_s": span / splice_s,
-                "unmerged_s": unmerged_s,
-                "merge_saving": unmerged_s / splice_s,  # how much slower the span is with its first token apart
-                "verify_s": verify_s,
-                "verify_speedup": decode_s / verify_s,  # a fully accepted draft of the span vs decoding it
-                "decode_spread": max(decodes) / min(decodes),  # noise: slowest / fastest trial
-                "splice_spread": max(splices) / min(splices),
-            }
-        )
+    rows = [_row(span, samples[span]) for span in spans]
     ceiling = max(row["splice_tok_s"] for row in rows) / statistics.median(row["decode_tok_s"] for row in rows)
     return {
         "model": backend.path.stem,
@@ -162,10 +163,8 @@ def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
     from matplotlib.figure import Figure
     from matplotlib.ticker import ScalarFormatter
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, png_path = out_dir / "kernel.json", out_dir / "kernel.png"
-    json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    json_path = write_json(result, out_dir, "kernel")
+    png_path = json_path.with_suffix(".png")
     spans = [row["span"] for row in result["rows"]]
     figure = Figure(figsize=(6, 4.5))
     FigureCanvasAgg(figure)

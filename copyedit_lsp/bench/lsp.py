@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import statistics
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..client import ServerSession
+from .client import ServerSession
 
 EDIT_SOURCE = '''def mean(values):
     """Return the arithmetic mean of values."""
@@ -105,8 +104,4 @@ def format_table(result: dict) -> str:
     )
 
 
-def write_json(result: dict, out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "lsp.json"
-    path.write_text(json.dumps(result, indent=2))
-    return path
+

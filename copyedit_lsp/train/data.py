@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..scope import _parse, syntax_errors
+from ..scope import parse, syntax_errors
 
 PY_KEYWORDS = set(keyword.kwlist) | {"self", "cls", "print", "len", "range", "str", "int", "list", "dict", "set"}
 JS_KEYWORDS = {
@@ -120,7 +120,7 @@ def regions_of(text: str, language: str, origin: str, recipe: Recipe) -> list[Re
     if any(len(line) > 200 for line in text.splitlines()[:200]):
         return []  # generated or minified
     source = text.encode()
-    parsed = _parse(text, language)
+    parsed = parse(text, language)
     kinds = _PY_DEFS if language == "python" else _JS_DEFS
     lines = parsed.lines
     out = []
@@ -153,7 +153,7 @@ def _dedent(text: str) -> str:
 def top_level_run(text: str, language: str, origin: str, rng: random.Random, max_lines: int) -> list[Region]:
     """A run of consecutive top-level functions of a file (at most ``max_lines``), as regions of
     the file's text; empty when the file has fewer than three."""
-    parsed = _parse(text, language)
+    parsed = parse(text, language)
     root = parsed.tree.root_node
     kinds = {"function_definition"} if language == "python" else {"function_declaration"}
     nodes = [n for n in root.children if n.type in kinds and not n.has_error]
@@ -364,7 +364,7 @@ def strip_types(region: Region) -> str | None:
     if region.language != "python":
         return None
     source = region.text.encode()
-    root = _parse(region.text, "python").tree.root_node
+    root = parse(region.text, "python").tree.root_node
     node = root.children[0] if root.children else None
     if node is None or node.type != "function_definition":
         return None
@@ -534,7 +534,7 @@ def build(recipe: Recipe, files: dict[str, list[Path]], forbidden: list[str],
 
 def forbidden_texts() -> list[str]:
     """The before- and after-texts of every shared evaluation item (stripped; short ones left out)."""
-    from ..datasets import PRESETS, load_items
+    from ..bench.datasets import PRESETS, load_items
 
     texts = set()
     for name in PRESETS:

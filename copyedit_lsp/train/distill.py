@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from ..edit import EditOptions
 from ..program import Copy
 from ..resolver import oracle_program
 from ..scope import syntax_errors
@@ -43,7 +44,7 @@ def distill(decoder, regions: list[Region], count: int, seed: int, progress: Cal
         if len(examples) >= count:
             break
         instruction = rng.choice(INSTRUCTIONS[region.language]).format(name=region.name)
-        result = decoder.edit(region.text, instruction, mode="lookup", language=region.language)
+        result = decoder.edit(region.text, instruction, EditOptions(mode="lookup", language=region.language))
         if progress:
             progress(1)
         if kept(region.text, result.text, region.language):

@@ -16,6 +16,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 # Hugging Face module names -> llama.cpp tensor names, for every linear projection of a layer.
 PROJECTIONS = {
@@ -123,6 +124,51 @@ def evaluate(model, rows: list[dict], bf16: bool) -> float:
     return total / max(count, 1)
 
 
+def _schedule(rows: int, options: TrainOptions) -> list[int]:
+    """The order training sees ``rows`` sequences in: each epoch shuffled by its own seed."""
+    order = list(range(rows))
+    schedule: list[int] = []
+    for epoch in range(max(1, math.ceil(options.epochs))):
+        random.Random(options.seed + epoch).shuffle(order)
+        schedule += order
+    return schedule[: int(rows * options.epochs)]
+
+
+def _optimizer(trainable: list, options: TrainOptions, total_steps: int):
+    """AdamW with a linear warmup and a cosine decay over ``total_steps``."""
+    import torch
+
+    optimizer = torch.optim.AdamW(trainable, lr=options.learning_rate, weight_decay=0.0)
+    warmup = min(options.warmup_steps, max(total_steps // 10, 1))
+
+    def lr_at(step: int) -> float:
+        return min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(step / max(total_steps, 1), 1.0)))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
+
+
+def _save(checkpoint: Path, model, optimizer, scheduler, state: TrainState) -> None:
+    import torch
+
+    lora = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+    torch.save({"lora": lora, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "state": asdict(state)}, checkpoint.with_suffix(".tmp"))
+    checkpoint.with_suffix(".tmp").replace(checkpoint)
+
+
+def _resume(checkpoint: Path, model, optimizer, scheduler) -> TrainState:
+    """The state of the run saved in ``checkpoint`` (its LoRA and optimizer restored), or a new one."""
+    import torch
+
+    if not checkpoint.exists():
+        return TrainState()
+    saved = torch.load(checkpoint, weights_only=False)
+    model.load_state_dict(saved["lora"], strict=False)
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    return TrainState(**saved["state"])
+
+
 def train(gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, architecture: str, progress: bool = True) -> TrainState:
     """Train a LoRA on ``sequences`` (a JSONL of ``tokens``/``chosen``/``split``), checkpointing in
     ``out``; resumes where a previous run stopped.  Returns the final state."""
@@ -134,63 +180,40 @@ def train(gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, arch
     rows = load_sequences(sequences, options.max_tokens)
     train_rows = [r for r in rows if r["split"] == "train"]
     val_rows = [r for r in rows if r["split"] == "val"]
-    order = list(range(len(train_rows)))
-    epochs = max(1, math.ceil(options.epochs))
-    schedule = []
-    for epoch in range(epochs):
-        random.Random(options.seed + epoch).shuffle(order)
-        schedule += order
-    schedule = schedule[: int(len(train_rows) * options.epochs)]
+    schedule = _schedule(len(train_rows), options)
     total_steps = math.ceil(len(schedule) / options.accumulate)
     if options.max_steps is not None:
         total_steps = min(total_steps, options.max_steps)
-
     model = with_lora(load_base(gguf), architecture, options)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=options.learning_rate, weight_decay=0.0)
-    warmup = min(options.warmup_steps, max(total_steps // 10, 1))
-    lr_at = lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(step / max(total_steps, 1), 1.0)))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
-
-    state = TrainState()
+    optimizer, scheduler = _optimizer(trainable, options, total_steps)
     checkpoint = out / "checkpoint.pt"
-    if checkpoint.exists():
-        saved = torch.load(checkpoint, weights_only=False)
-        model.load_state_dict(saved["lora"], strict=False)
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        state = TrainState(**saved["state"])
+    state = _resume(checkpoint, model, optimizer, scheduler)
     model.train()
     bar = tqdm(total=total_steps, initial=state.step, desc="training", unit="step", disable=not progress)
     while state.step < total_steps:
         started = time.perf_counter()
-        batch = schedule[state.seen : state.seen + options.accumulate]
+        batch = [train_rows[i] for i in schedule[state.seen : state.seen + options.accumulate]]
         optimizer.zero_grad()
-        tokens, losses = 0, []
-        for index in batch:
-            loss, _ = sequence_loss(model, train_rows[index], options.bf16)
+        losses = []
+        for row in batch:
+            loss, _ = sequence_loss(model, row, options.bf16)
             (loss / len(batch)).backward()
             losses.append(loss.item())
-            tokens += len(train_rows[index]["tokens"])
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
         scheduler.step()
-        state.step += 1
-        state.seen += len(batch)
-        state.tokens += tokens
+        state.step, state.seen = state.step + 1, state.seen + len(batch)
+        state.tokens += sum(len(row["tokens"]) for row in batch)
         state.seconds += time.perf_counter() - started
-        mean = sum(losses) / len(losses)
-        state.train_loss.append((state.step, mean))
-        bar.set_postfix(loss=f"{mean:.3f}", tok_s=f"{state.tokens / state.seconds:.0f}")
+        state.train_loss.append((state.step, sum(losses) / len(losses)))
+        bar.set_postfix(loss=f"{state.train_loss[-1][1]:.3f}", tok_s=f"{state.tokens / state.seconds:.0f}")
         bar.update(1)
         if state.step % options.eval_every == 0 or state.step == total_steps:
             if val_rows:
                 state.val_loss.append((state.step, evaluate(model, val_rows, options.bf16)))
                 bar.write(f"step {state.step}: validation loss {state.val_loss[-1][1]:.4f}")
-            lora = {k: v for k, v in model.state_dict().items() if "lora_" in k}
-            torch.save({"lora": lora, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                        "state": asdict(state)}, checkpoint.with_suffix(".tmp"))
-            checkpoint.with_suffix(".tmp").replace(checkpoint)
+            _save(checkpoint, model, optimizer, scheduler, state)
     bar.close()
     (out / "state.json").write_text(json.dumps(asdict(state)))
     export_gguf(model, out / "adapter.gguf", architecture=architecture, alpha=options.alpha)
@@ -206,7 +229,7 @@ def load_trained(gguf: Path, out: Path, architecture: str, options: TrainOptions
     return model.eval()
 
 
-def lora_arrays(model) -> dict[str, "np.ndarray"]:
+def lora_arrays(model) -> dict[str, Any]:
     """llama.cpp tensor name -> PEFT's lora_A [r, in] / lora_B [out, r] array, unchanged."""
     import re
 
@@ -244,13 +267,13 @@ def plot_loss(state: TrainState, path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     steps = [s for s, _ in state.train_loss]
-    losses = [l for _, l in state.train_loss]
+    losses = [loss for _, loss in state.train_loss]
     smooth = [sum(losses[max(0, i - 9) : i + 1]) / len(losses[max(0, i - 9) : i + 1]) for i in range(len(losses))]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(steps, losses, alpha=0.3, label="training (per step)")
     ax.plot(steps, smooth, label="training (mean of 10 steps)")
     if state.val_loss:
-        ax.plot([s for s, _ in state.val_loss], [l for _, l in state.val_loss], "o-", label="validation")
+        ax.plot([s for s, _ in state.val_loss], [loss for _, loss in state.val_loss], "o-", label="validation")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("cross-entropy per chosen token")
     ax.set_yscale("log")

@@ -21,8 +21,17 @@ from pathlib import Path
 
 from ..prompt import ChatTemplate
 from ..resolver import oracle_program
-from .data import (Example, Recipe, build, check_no_leak, collect_regions, forbidden_texts, leaks, node_modules_default,
-                   sources)
+from .data import (
+    Example,
+    Recipe,
+    build,
+    check_no_leak,
+    collect_regions,
+    forbidden_texts,
+    leaks,
+    node_modules_default,
+    sources,
+)
 from .lora import TrainOptions
 from .sequence import answer_sequence
 
@@ -127,8 +136,8 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
         "trained_tokens": state.tokens,
         "train_seconds": round(state.seconds, 1),
         "tokens_per_second": round(state.tokens / max(state.seconds, 1e-9), 1),
-        "final_train_loss": round(sum(l for _, l in state.train_loss[-10:]) / max(len(state.train_loss[-10:]), 1), 4),
-        "val_loss": [(s, round(l, 4)) for s, l in state.val_loss],
+        "final_train_loss": round(sum(loss for _, loss in state.train_loss[-10:]) / max(len(state.train_loss[-10:]), 1), 4),
+        "val_loss": [(step, round(loss, 4)) for step, loss in state.val_loss],
         "adapter": adapter.name,
         "sha256": hashlib.sha256(adapter.read_bytes()).hexdigest(),
         "bytes": adapter.stat().st_size,

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..grammar import digit_choices
-from ..program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Program
+from ..program import GEN_CLOSE, Copy, Program, op_kind
 from ..prompt import SourceView, as_model_sees
+from ..tokens import ProgramTokens
 
 Tokenize = Callable[[str], list[int]]
 
@@ -37,42 +38,20 @@ class TrainingSequence:
         return sum(self.chosen)
 
 
-@dataclass(frozen=True)
-class Pieces:
-    """The token ids of the program's fixed pieces, tokenized apart as the decoder does."""
-
-    copy: tuple[int, ...]
-    gen: tuple[int, ...]
-    end: tuple[int, ...]
-    digits: dict[str, int]
-    dash: tuple[int, ...]
-    copy_close: tuple[int, ...]
-    newline: tuple[int, ...]
-
-    @classmethod
-    def of(cls, tokenize: Tokenize) -> Pieces:
-        return cls(
-            copy=tuple(tokenize(COPY_OPEN)), gen=tuple(tokenize(GEN_OPEN)), end=tuple(tokenize(PROGRAM_CLOSE)),
-            digits={c: tokenize(c)[0] for c in "0123456789"}, dash=tuple(tokenize("-")),
-            copy_close=tuple(tokenize(COPY_CLOSE)), newline=tuple(tokenize("\n")),
-        )
-
-
 def answer_sequence(
     program: Program, source: str, tokenize: Tokenize, piece: Callable[[int], bytes], *, ordered: bool = True
 ) -> TrainingSequence:
     """The answer after ``<program>\\n``: every op and ``</program>`` with the loss mask of inference.
 
     ``ordered``: copies may start only after the previous copy (the decoder's ordered constraint)."""
-    pieces = Pieces.of(tokenize)
+    pieces = ProgramTokens.of(tokenize)
     view = SourceView.of(source)
     n = len(view.lines)
     sequence = TrainingSequence()
     first = 1
     for op in (*program.ops, None):
-        kinds = {"gen": pieces.gen, "end": pieces.end} | ({"copy": pieces.copy} if first <= n else {})
-        kind = "end" if op is None else "copy" if isinstance(op, Copy) else "gen"
-        _walk(sequence, kinds, kind)
+        kinds = pieces.ops if first <= n else {k: v for k, v in pieces.ops.items() if k != "copy"}
+        _walk(sequence, kinds, op_kind(op))
         if op is None:
             break
         if isinstance(op, Copy):
@@ -85,7 +64,7 @@ def answer_sequence(
     return sequence
 
 
-def _walk(sequence: TrainingSequence, kinds: dict[str, tuple[int, ...]], kind: str) -> None:
+def _walk(sequence: TrainingSequence, kinds: dict[str, list[int]], kind: str) -> None:
     """An op's opening: chosen where the remaining openings differ, forced where they agree."""
     alive = dict(kinds)
     tokens = kinds[kind]
@@ -95,19 +74,19 @@ def _walk(sequence: TrainingSequence, kinds: dict[str, tuple[int, ...]], kind: s
         alive = {k: t for k, t in alive.items() if depth < len(t) and t[depth] == token}
 
 
-def _number(sequence: TrainingSequence, pieces: Pieces, value: int, lo: int, hi: int, terminator: tuple[int, ...]) -> None:
+def _number(sequence: TrainingSequence, pieces: ProgramTokens, value: int, lo: int, hi: int, terminator: list[int]) -> None:
     """A line number's digits under the digit mask, then its terminator."""
     prefix = ""
     for char in (*str(value), ""):
         digits, can_end = digit_choices(prefix, lo, hi)
         options = len(digits) + can_end
-        token = pieces.digits[char] if char else terminator[0]
+        token = pieces.digit[char] if char else terminator[0]
         sequence.add([token], chosen=options > 1)
         prefix += char
-    sequence.add(list(terminator[1:]), chosen=False)
+    sequence.add(terminator[1:], chosen=False)
 
 
-def _gen_body(sequence: TrainingSequence, pieces: Pieces, tokens: list[int], piece: Callable[[int], bytes]) -> None:
+def _gen_body(sequence: TrainingSequence, pieces: ProgramTokens, tokens: list[int], piece: Callable[[int], bytes]) -> None:
     """A gen body and its ``</gen>`` as the model writes them; the decoder forces the line break after."""
     body = b""
     for index, token in enumerate(tokens):
@@ -120,7 +99,7 @@ def _gen_body(sequence: TrainingSequence, pieces: Pieces, tokens: list[int], pie
             sequence.add(tokens[: index + 1], chosen=True)
         elif not rest:
             sequence.add(tokens[: index + 1], chosen=True)
-            sequence.add(list(pieces.newline), chosen=False)
+            sequence.add(pieces.newline, chosen=False)
         else:
             raise ValueError("a gen's </gen> shares a token with what follows it")
         return

@@ -1,4 +1,5 @@
-"""Edit requests: their arguments, the region they edit, and the result as a new region.
+"""The region an edit covers: the commands' arguments, the lines they edit, the limits a
+document must keep, and why a finished edit may be refused.
 
 Plain logic between the server's handlers and the decoder (no LSP I/O here).
 """
@@ -105,6 +106,28 @@ def replace_region(text: str, region: Region, new_source: str) -> str:
     """The document with the region's lines replaced by ``new_source``."""
     lines = split_lines(text)
     return "".join(lines[: region.start]) + new_source + "".join(lines[region.end :])
+
+
+def check_size(text: str, max_bytes: int) -> None:
+    """ValueError when ``text`` is over ``max_bytes`` (the ``maxFileBytes`` setting) in UTF-8."""
+    if len(text.encode("utf-8", errors="surrogatepass")) > max_bytes:
+        raise ValueError(f"the document is larger than maxFileBytes ({max_bytes})")
+
+
+def chunk_lines(n_ctx: int) -> int:
+    """The most lines of a file a workspace refactor edits at once: a code line is about ten
+    tokens, and the prompt needs room."""
+    return max(20, n_ctx // 40)
+
+
+def refusal(before: str, after: str, language_id: str | None, *, changed: bool, syntax_guard: bool) -> str | None:
+    """Why a finished edit of ``before`` into ``after`` must not be applied, or None: the document
+    ``changed`` while it ran, or (with ``syntax_guard``) it parses worse."""
+    if changed:
+        return "the document changed while the edit ran; run it again"
+    if syntax_guard and adds_syntax_errors(before, after, language_id):
+        return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
+    return None
 
 
 def adds_syntax_errors(before: str, after: str, language_id: str | None) -> bool:

@@ -65,16 +65,21 @@ def whole_files(items: list[EditItem], functions: int = FILE_FUNCTIONS) -> list[
     for index, item in enumerate(items):
         others = [items[(index + k) % len(items)].after.strip("\n") for k in range(1, functions)]
         at = index % functions
-        parts = lambda code: "\n\n\n".join([*others[:at], code.strip("\n"), *others[at:]]) + "\n"
-        files.append(replace(item, id=f"{item.id}-file", before=parts(item.before), after=parts(item.after)))
+        before, after = (_among(others, at, code) for code in (item.before, item.after))
+        files.append(replace(item, id=f"{item.id}-file", before=before, after=after))
     return files
+
+
+def _among(others: list[str], at: int, code: str) -> str:
+    """A file of ``others`` with ``code`` put at position ``at``, two blank lines apart."""
+    return "\n\n\n".join([*others[:at], code.strip("\n"), *others[at:]]) + "\n"
 
 
 def data_dir() -> Path:
     """The shared data: ``$COPYEDIT_DATA_DIR``, else ``../shared/data`` beside the project or the working directory."""
     if env := os.environ.get("COPYEDIT_DATA_DIR"):
         return Path(env)
-    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
         candidate = root.parent / "shared" / "data"
         if candidate.is_dir():
             return candidate

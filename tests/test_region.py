@@ -5,7 +5,15 @@ from lsprotocol import types
 
 from copyedit_lsp.actions import Diagnostic, instruction_comment, list_actions
 from copyedit_lsp.config import Settings, updated
-from copyedit_lsp.editing import EditArguments, adds_syntax_errors, Position, Range, parse_arguments, plan_region, replace_region
+from copyedit_lsp.region import (
+    EditArguments,
+    Position,
+    Range,
+    adds_syntax_errors,
+    parse_arguments,
+    plan_region,
+    replace_region,
+)
 from copyedit_lsp.resolver import oracle_program
 from copyedit_lsp.textedits import apply_lsp_edits, region_edits
 from copyedit_lsp.workspace_files import workspace_files

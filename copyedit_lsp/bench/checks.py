@@ -21,7 +21,7 @@ JS_ASSERT = (
 RUNNERS = {"python": ("py", [sys.executable, "-I"]), "javascript": ("js", ["node"])}
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the test process is killed when the process that runs it dies (a killed benchmark
     must not leave a looping test behind on the cores)."""
     if sys.platform == "linux":
@@ -48,7 +48,7 @@ def run_tests(item: EditItem, text: str, *, timeout: float = 10.0) -> bool | Non
         try:
             done = subprocess.run(
                 [*command, str(path)], cwd=folder, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except subprocess.TimeoutExpired:
             return False

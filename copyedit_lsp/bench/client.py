@@ -9,7 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from .scope import language_for
+from ..scope import language_for
 
 
 class ServerSession:

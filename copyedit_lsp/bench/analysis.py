@@ -7,9 +7,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..program import Copy, Program
+from ..resolver import oracle_program, resolve, split_lines
 from .datasets import EditItem
-from .program import Copy, Program
-from .resolver import oracle_program, resolve, split_lines
 
 NOISE_EPSILONS = (0, 1, 2, 3, 5)
 
@@ -42,7 +42,7 @@ def ceiling(items: Sequence[EditItem]) -> Ceiling:
         lines, copied = _copied_lines(item.before, item.after)
         for unit, measure in (("chars", len), ("tokens", lambda line: len(line.split()))):
             total = sum(map(measure, lines))
-            kept = sum(measure(line) for line, c in zip(lines, copied) if c)
+            kept = sum(measure(line) for line, c in zip(lines, copied, strict=False) if c)
             sums[unit][0] += kept
             sums[unit][1] += total
             if total:

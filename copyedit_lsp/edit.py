@@ -1,0 +1,251 @@
+"""The edit contract: what every decoder takes, returns and raises.
+
+:class:`Editor` is the one interface of the local decoder (:class:`~copyedit_lsp.decoder.Decoder`)
+and the remote one (:class:`~copyedit_lsp.remote.RemoteDecoder`): ``edit(source, instruction,
+options)`` gives an :class:`EditResult` or raises a :class:`DecodeError`.  The helpers that turn
+a decoded program or rewrite into the edited text live here too, so the two decoders are siblings
+that share this module and nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Protocol, TypeVar
+
+from .program import Gen, Op, Program
+from .prompt import EXAMPLE_SETS
+
+MODES = ("program", "rewrite", "lookup", "forced")
+SPLICES = ("prefill", "none")
+PROGRESS_INTERVAL = 0.5  # seconds
+
+
+class DecodeError(RuntimeError):
+    """An edit could not be decoded; nothing is returned."""
+
+
+class ContextOverflow(DecodeError):
+    """The prompt and document do not fit the model's context."""
+
+
+class Cancelled(DecodeError):
+    """The edit was cancelled; nothing is returned."""
+
+
+@dataclass
+class EditStats:
+    """What an edit cost: tokens by kind, llama_decode calls and seconds by phase."""
+
+    mode: str = "program"
+    splice: str = "prefill"
+    chosen_tokens: int = 0  # tokens the model chose
+    decode_steps: int = 0  # llama_decode calls that gave a choice its logits (no splice in them)
+    forced_tokens: int = 0  # tokens fixed by the grammar
+    spliced_tokens: int = 0
+    splice_calls: int = 0
+    splice_spans: list[int] = field(default_factory=list)  # tokens of each spliced copy, in order
+    splice_eval_calls: list[int] = field(default_factory=list)  # llama_decode calls each splice took
+    eval_calls: int = 0
+    prefill_tokens: int = 0  # prompt tokens evaluated
+    prefix_reused_tokens: int = 0  # prompt tokens reused from the KV cache
+    ops: int = 0
+    requests: int = 0  # completion requests to a remote server (remote backend only)
+    drafted_tokens: int = 0  # tokens guessed ahead (ops, gen bodies, lookup) and verified in a batch
+    accepted_tokens: int = 0  # drafted tokens the decoder then forced or chose
+    output_tokens: int = 0  # tokens of the edited region as the model would write it in full
+    constraint_seconds: float = 0.0  # time spent computing masks and picking among candidates
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    splice_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+    @property
+    def prefix_cache_hit(self) -> bool:
+        return self.prefix_reused_tokens > 0
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self) | {"prefix_cache_hit": self.prefix_cache_hit}
+
+
+@dataclass
+class EditResult:
+    """The program (None in rewrite and lookup modes), the edited text, the stats, and the answer's
+    tokens (program modes: the program as it stands in the context; rewrite and lookup: the code)."""
+
+    program: Program | None
+    text: str
+    stats: EditStats
+    tokens: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Speedups:
+    """The local decoder's CPU optimisations, each lossless in exact arithmetic and on by default.
+
+    * ``force``: tokens the grammar leaves no choice about cost no decode step of their own;
+    * ``merge``: forced pieces, a copy's spliced lines and what follows them up to the next
+      choice are evaluated in one batch (off: each piece and each splice on its own);
+    * ``draft_tags``: the next op's tag is guessed (after a gen, a copy from the line after what
+      it rewrote to the end; after a copy, a gen) and verified in the same batch, so the op, its
+      digits and the splice before it can cost one llama_decode call;
+    * ``draft_gens``: gen bodies are drafted from the input by prompt lookup and verified in batches.
+
+    A guess is only ever kept where the greedy decoder makes the same choice.  A remote server
+    does its own speculative decoding: the remote decoder ignores these.
+    """
+
+    force: bool = True
+    merge: bool = True
+    draft_tags: bool = True
+    draft_gens: bool = True
+
+
+NO_SPEEDUPS = Speedups(force=False, merge=False, draft_tags=False, draft_gens=False)
+
+
+@dataclass(frozen=True)
+class EditOptions:
+    """How to decode one edit.
+
+    ``program`` is the script of ``forced`` mode (and only of it); ``ordered`` makes every copy
+    start after the previous copy's last line; ``examples`` names the prompt's few-shot set
+    (:data:`~copyedit_lsp.prompt.EXAMPLE_SETS`; None: the decoder's choice for the mode);
+    ``max_new_tokens`` caps the tokens the model may write.
+    """
+
+    mode: str = "program"
+    splice: str = "prefill"
+    language: str = ""
+    program: Program | None = None
+    ordered: bool = True
+    examples: str | None = None
+    speedups: Speedups = Speedups()
+    max_new_tokens: int = 4096
+
+    def check(self, modes: Sequence[str], examples: str) -> None:
+        """Raise ValueError unless the mode is one of ``modes``, the splice and the example set
+        ``examples`` (these options' or the decoder's choice) known, and a program given exactly
+        in forced mode."""
+        if self.mode not in modes or self.splice not in SPLICES or examples not in EXAMPLE_SETS:
+            raise ValueError(
+                f"mode must be one of {tuple(modes)}, splice one of {SPLICES}, examples one of {tuple(EXAMPLE_SETS)}"
+            )
+        if (self.mode == "forced") != (self.program is not None):
+            raise ValueError("forced mode, and only forced mode, takes a program")
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be positive")
+
+    def budget(self, source_tokens: float) -> int:
+        """The tokens the model may write for a text of ``source_tokens``: twice the text and some
+        (a script is as long as it is)."""
+        if self.program is not None:
+            return self.max_new_tokens
+        return min(self.max_new_tokens, int(2 * source_tokens) + 128)
+
+
+StopFlag = Callable[[], bool]
+ProgressCallback = Callable[[EditStats], None]
+
+
+class Editor(Protocol):
+    """What edits text: the local decoder and the remote one."""
+
+    def warm(self, options: EditOptions) -> None:
+        """Have the model's cache hold the fixed prompt prefix of edits with ``options`` (the
+        system prompt and examples) and nothing of an earlier edit after it."""
+        ...
+
+    def edit(
+        self,
+        source: str,
+        instruction: str,
+        options: EditOptions = ...,
+        *,
+        stop: StopFlag | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> EditResult:
+        """Edit ``source`` by ``instruction``; raises :class:`DecodeError` (:class:`Cancelled` once
+        ``stop()`` is true) or ValueError for options it cannot run."""
+        ...
+
+    def close(self) -> None:
+        """Free the model or the connection."""
+        ...
+
+
+T = TypeVar("T")
+
+# Two edits whose prompts share exactly the fixed prefix of their options.
+PROBES = (("a = 1\n", "Probe one."), ("def b():\n    return 2\n", "Another probe, longer."))
+
+
+def fixed_prefix(prompt: Callable[[str, str], Sequence[T]]) -> Sequence[T]:
+    """What ``prompt(source, instruction)`` (text or tokens) writes the same for every edit."""
+    first, second = (prompt(source, instruction) for source, instruction in PROBES)
+    return first[: next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)]
+
+
+class EditWatch:
+    """One edit's stop flag and progress reports (after each op, and at least every
+    :data:`PROGRESS_INTERVAL` seconds)."""
+
+    def __init__(self, stats: EditStats, stop: StopFlag | None, on_progress: ProgressCallback | None):
+        self.stats = stats
+        self.stop = stop
+        self.on_progress = on_progress
+        self.reported = time.perf_counter()
+
+    def check_stop(self) -> None:
+        if self.stop is not None and self.stop():
+            raise Cancelled("the edit was cancelled")
+
+    def report(self) -> None:
+        self.reported = time.perf_counter()
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
+
+    def tick(self) -> None:
+        """Report if the last report is older than :data:`PROGRESS_INTERVAL`."""
+        if time.perf_counter() - self.reported > PROGRESS_INTERVAL:
+            self.report()
+
+
+def fence_at(code: bytes) -> int:
+    """Where a rewrite's code block closes (a line that starts with three backticks), or -1."""
+    return (b"\n" + code).find(b"\n```")
+
+
+def rewritten_text(code: str, source: str) -> str:
+    """A rewrite's code block as the edited text: the source's line breaks, and no final line
+    break where the source has none."""
+    if not source.endswith(("\n", "\r")) and code.endswith("\n"):
+        code = code[:-1]
+    return with_newline(code, newline_of(source))
+
+
+def newline_of(source: str) -> str:
+    """The document's line break: ``\\r\\n`` if most of its lines use it, else ``\\n``."""
+    crlf = source.count("\r\n")
+    return "\r\n" if crlf and crlf * 2 >= source.count("\n") else "\n"
+
+
+def with_newline(text: str, newline: str) -> str:
+    """``text`` with its ``\\n`` line breaks written as ``newline``."""
+    return text.replace("\n", newline) if newline != "\n" else text
+
+
+def decoded_program(ops: list[Op], source: str) -> Program:
+    """The program of decoded ``ops``: gens in the source's line breaks, every gen but the last
+    ending with one."""
+    newline = newline_of(source)
+    fixed: list[Op] = []
+    for i, op in enumerate(ops):
+        if isinstance(op, Gen):
+            text = with_newline(op.text, newline)
+            if i < len(ops) - 1 and not text.endswith(("\n", "\r")):
+                text += newline
+            op = Gen(text)
+        fixed.append(op)
+    return Program(tuple(fixed))

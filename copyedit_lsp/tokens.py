@@ -1,0 +1,273 @@
+"""The local decoder's token machinery: the tokens of one edit, the pieces the grammar allows,
+and line numbers written digit by digit.
+
+A :class:`TokenRun` holds what is pending, what is drafted ahead and the logits; a
+:class:`PieceTrie` walks the token sequences of alternative pieces, choosing only where they
+branch; :func:`write_number` writes a line number under the digit mask of
+:func:`~copyedit_lsp.grammar.digit_choices`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .edit import ContextOverflow, DecodeError, EditWatch
+from .grammar import digit_choices
+from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, unescape
+
+if TYPE_CHECKING:
+    from .backend import Backend
+
+
+@dataclass(frozen=True)
+class ProgramTokens:
+    """The token ids of the program's fixed pieces in one model's vocabulary."""
+
+    ops: dict[str, list[int]]  # "copy", "gen", "end": the opening of each op
+    digit: dict[str, int]  # "0".."9" -> its single token
+    dash: list[int]
+    copy_close: list[int]
+    gen_close: list[int]
+    newline: list[int]
+
+    @classmethod
+    def of(cls, tokenize: Callable[[str], list[int]]) -> ProgramTokens:
+        digits = {c: tokenize(c) for c in "0123456789"}
+        if any(len(t) != 1 for t in digits.values()):
+            raise DecodeError("the model's tokenizer has no single-token digits")
+        return cls(
+            ops={"copy": tokenize(COPY_OPEN), "gen": tokenize(GEN_OPEN), "end": tokenize(PROGRAM_CLOSE)},
+            digit={c: t[0] for c, t in digits.items()},
+            dash=tokenize("-"),
+            copy_close=tokenize(COPY_CLOSE),
+            gen_close=tokenize(GEN_CLOSE),
+            newline=tokenize("\n"),
+        )
+
+    def number(self, value: int) -> list[int]:
+        return [self.digit[c] for c in str(value)]
+
+    def copy_tag(self, start: int, end: int) -> list[int]:
+        """``<copy lines="start-end"/>``."""
+        return [*self.ops["copy"], *self.number(start), *self.dash, *self.number(end), *self.copy_close]
+
+
+def body_text(body: bytes) -> str:
+    """A gen body's bytes as the text it stands for."""
+    return unescape(body.decode("utf-8", errors="replace"))
+
+
+class TokenRun:
+    """The state of one edit: pending tokens, drafted tokens ahead, logits, counters, the stop flag.
+
+    The current position is the end of the cache plus the pending tokens, which are evaluated
+    only when logits are needed.  A draft is evaluated at once with logits at every drafted
+    position and stays in the cache *ahead* of the current position: each token the decoder
+    then forces or chooses either matches the draft's next token (its logits are already
+    there: no step) or replaces the rest of the draft, which leaves the cache.
+    """
+
+    def __init__(self, backend: Backend, watch: EditWatch, *, force: bool, merge: bool):
+        self.backend = backend
+        self.watch = watch
+        self.stats = watch.stats
+        self.free_forced = force
+        self.merge = merge
+        self.pending: list[int] = []
+        self.pending_splice = 0  # how many pending tokens are spliced text
+        self.logits: np.ndarray | None = None  # after the last cached token, valid when nothing is pending
+        self.ahead: list[int] = []  # drafted tokens in the cache past the current position
+        self.ahead_logits: list[np.ndarray] = []  # the logits after each of them
+        self.budget = 0  # tokens this edit may choose
+
+    def prefill(self, tokens: list[int]) -> None:
+        self.watch.check_stop()
+        started = time.perf_counter()
+        calls = self.backend.counters.calls
+        self.logits, reused = self.backend.prefill(tokens)
+        self.stats.prefill_tokens += len(tokens) - reused
+        self.stats.prefix_reused_tokens += reused
+        self.stats.eval_calls += self.backend.counters.calls - calls
+        self.stats.prefill_seconds += time.perf_counter() - started
+
+    def _take(self, token: int) -> None:
+        """Put ``token`` at the current position: the draft's next token, or a pending one."""
+        if self.ahead:
+            if self.ahead[0] == token:
+                self.ahead.pop(0)
+                self.logits = self.ahead_logits.pop(0)
+                self.stats.accepted_tokens += 1
+                return
+            self._drop_draft()
+        self.pending.append(token)
+
+    def _drop_draft(self) -> None:
+        self.backend.truncate(len(self.backend.cached) - len(self.ahead))
+        self.ahead, self.ahead_logits = [], []
+
+    def force(self, tokens: Sequence[int]) -> None:
+        """Tokens the grammar leaves no choice about: fed with the next evaluation (``force``), or
+        each at the cost of a step; with ``merge`` off, a piece is evaluated on its own."""
+        self.stats.forced_tokens += len(tokens)
+        if not self.merge:
+            self.flush()
+        for token in tokens:
+            if not self.free_forced:
+                self.flush()
+            self._take(token)
+
+    def splice(self, tokens: Sequence[int]) -> None:
+        """A closed copy's lines: evaluated in one batch with what is pending around them."""
+        self.stats.spliced_tokens += len(tokens)
+        self.stats.splice_calls += 1
+        self.stats.splice_spans.append(len(tokens))
+        if not self.merge:
+            self.flush()
+        before = len(self.pending)
+        for token in tokens:
+            self._take(token)
+        self.pending_splice += len(self.pending) - before
+        if not self.merge:
+            self.flush()
+
+    def flush(self) -> None:
+        """Evaluate the pending tokens (a decode step, or a splice when they hold copied lines)."""
+        if self.pending:
+            self._eval(())
+
+    def draft(self, tokens: Sequence[int]) -> None:
+        """Evaluate the pending tokens and a guess of what follows them in one batch, with logits at
+        every drafted position (nothing happens while an earlier draft is still ahead)."""
+        tokens = list(tokens[: max(self.room(), 0)])
+        if tokens and not self.ahead:
+            self.stats.drafted_tokens += len(tokens)
+            self._eval(tokens)
+
+    def _eval(self, draft: Sequence[int]) -> None:
+        self.watch.check_stop()
+        if not self.pending and self.logits is None:  # the last token was taken back: evaluate it again
+            self.pending = [self.backend.cached[-1]]
+            self.backend.truncate(len(self.backend.cached) - 1)
+        tokens = [*self.pending, *draft]
+        if len(self.backend.cached) + len(tokens) > self.backend.n_ctx:
+            raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
+        started = time.perf_counter()
+        calls = self.backend.counters.calls
+        rows = list(self.backend.eval(tokens, logits_from=max(len(self.pending) - 1, 0)))
+        if self.pending:
+            self.logits = rows.pop(0)
+        self.ahead, self.ahead_logits = list(draft), rows
+        used = self.backend.counters.calls - calls
+        self.stats.eval_calls += used
+        elapsed = time.perf_counter() - started
+        if self.pending_splice:
+            self.stats.splice_seconds += elapsed
+            self.stats.splice_eval_calls.append(used)
+        else:
+            self.stats.decode_seconds += elapsed
+            self.stats.decode_steps += used
+        self.pending = []
+        self.pending_splice = 0
+
+    def retract(self) -> None:
+        """Take back the last token put at the current position."""
+        if self.pending:
+            self.pending.pop()
+        else:
+            self._drop_draft()
+            self.backend.truncate(len(self.backend.cached) - 1)
+            self.logits = None
+
+    def answer(self, start: int) -> tuple[int, ...]:
+        """The tokens from ``start`` to the current position; a draft left over leaves the cache.
+        The last pending tokens are never evaluated: no choice follows them."""
+        self._drop_draft()
+        return (*self.backend.cached[start:], *self.pending)
+
+    def room(self) -> int:
+        """Tokens the context can still take, less a reserve to close the program."""
+        return self.backend.n_ctx - (len(self.backend.cached) - len(self.ahead)) - len(self.pending) - 32
+
+    def out_of_budget(self) -> bool:
+        return self.stats.chosen_tokens >= self.budget or self.room() <= 0
+
+    def choose(self, candidates: Sequence[int] | None, wanted: int | None = None) -> int:
+        """The greedy token among ``candidates`` (all when None), or ``wanted``; it costs a decode
+        step unless a draft already holds this position's logits."""
+        if self.pending or self.logits is None:
+            self._eval(())
+        assert self.logits is not None
+        started = time.perf_counter()
+        if wanted is not None:
+            token = wanted
+        elif candidates is None:
+            token = int(np.argmax(self.logits))
+        else:
+            token = int(candidates[int(np.argmax(self.logits[list(candidates)]))])
+        if candidates is not None:
+            self.stats.constraint_seconds += time.perf_counter() - started
+        self.stats.chosen_tokens += 1
+        self._take(token)
+        self.watch.tick()
+        return token
+
+
+class PieceTrie:
+    """Token sequences of alternative pieces, to walk choosing only where they branch."""
+
+    def __init__(self, pieces: dict[str, list[int]]):
+        self.pieces = pieces
+
+    def walk(self, run: TokenRun, target: str | None) -> str:
+        """Feed the tokens of one piece, choosing where the remaining pieces differ; return its name."""
+        if target is not None and target not in self.pieces:
+            raise DecodeError(f"the scripted {target} is outside what the grammar allows here")
+        alive = dict(self.pieces)
+        depth = 0
+        while len(alive) > 1:
+            branches = {tokens[depth] for tokens in alive.values()}
+            if len(branches) == 1:
+                token = branches.pop()
+                run.force([token])
+            else:
+                wanted = alive[target][depth] if target else None
+                token = run.choose(sorted(branches), wanted)
+            alive = {name: tokens for name, tokens in alive.items() if tokens[depth] == token}
+            depth += 1
+        ((name, tokens),) = alive.items()
+        if depth < len(tokens):
+            run.force(tokens[depth:])
+        return name
+
+
+def write_number(run: TokenRun, tokens: ProgramTokens, lo: int, hi: int, terminator: list[int], goal: int | None) -> int:
+    """Write a number in [lo, hi] digit by digit, then the terminator; return the number.
+    ``goal`` is the scripted number of forced mode."""
+    prefix = ""
+    goal_text = None if goal is None else str(goal)
+    while True:
+        started = time.perf_counter()
+        digits, can_end = digit_choices(prefix, lo, hi)
+        options = {tokens.digit[c]: c for c in digits}
+        if can_end:
+            options[terminator[0]] = ""
+        run.stats.constraint_seconds += time.perf_counter() - started
+        want = None
+        if goal_text is not None:
+            want = tokens.digit[goal_text[len(prefix)]] if len(prefix) < len(goal_text) else terminator[0]
+        if len(options) == 1:
+            (token,) = options
+            run.force([token])
+        else:
+            token = run.choose(list(options), want)
+        if want is not None and token != want:
+            raise DecodeError(f"the scripted number {goal} is outside {lo}..{hi}")
+        if not options[token]:
+            run.force(terminator[1:])
+            return int(prefix)
+        prefix += options[token]
