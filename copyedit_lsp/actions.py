@@ -73,7 +73,9 @@ def list_actions(
         instruction = instruction_comment(lines[number])
         if instruction:
             target = min(number + 1, len(lines) - 1)  # the code the comment stands above
-            actions.append(EditAction(f"copyedit: {instruction}", "refactor.rewrite", instruction, target, target, number))
+            actions.append(
+                EditAction(f"copyedit: {instruction}", "refactor.rewrite", instruction, target, target, number)
+            )
     presets = [*PRESETS.get(language_id or "", []), ("Edit with instruction...", None)]
     actions += [
         EditAction(title, "refactor.rewrite", instruction, start_line, end_line, follows_selection=True)

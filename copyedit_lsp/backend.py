@@ -111,14 +111,16 @@ class Backend:
         path = Path(model_path)
         check_gguf(path)
         if batch_invariant:
-            if "LLAMAFILE = 1" in llama_system_info():
-                raise BackendError(
-                    "batch-invariant evaluation needs llama-cpp-python built without llamafile's sgemm "
-                    "(CMAKE_ARGS=-DGGML_LLAMAFILE=OFF; `make exact` builds one in .venv-exact)"
-                )
-            os.environ[TILED_MATMUL_VARIABLE] = "0"
-        self.llama = _load_llama(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, n_batch=n_batch,
-                                 n_ubatch=n_ubatch, batch_invariant=batch_invariant)
+            _require_batch_invariance()
+        self.llama = _load_llama(
+            path,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_gpu_layers=n_gpu_layers,
+            n_batch=n_batch,
+            n_ubatch=n_ubatch,
+            batch_invariant=batch_invariant,
+        )
         self._C = C
         self.path = path
         self.n_ctx = self.llama.n_ctx()
@@ -349,8 +351,26 @@ class Vocabulary:
             self._model = None
 
 
-def _load_llama(path: Path, *, n_ctx: int, n_threads: int | None, n_gpu_layers: int, n_batch: int, n_ubatch: int,
-                batch_invariant: bool):
+def _require_batch_invariance() -> None:
+    """Make llama.cpp's matrix products batch-invariant, or BackendError where its build cannot."""
+    if "LLAMAFILE = 1" in llama_system_info():
+        raise BackendError(
+            "batch-invariant evaluation needs llama-cpp-python built without llamafile's sgemm "
+            "(CMAKE_ARGS=-DGGML_LLAMAFILE=OFF; `make exact` builds one in .venv-exact)"
+        )
+    os.environ[TILED_MATMUL_VARIABLE] = "0"
+
+
+def _load_llama(
+    path: Path,
+    *,
+    n_ctx: int,
+    n_threads: int | None,
+    n_gpu_layers: int,
+    n_batch: int,
+    n_ubatch: int,
+    batch_invariant: bool,
+):
     """llama-cpp-python's model and context for ``path``; BackendError when llama.cpp cannot load it."""
     import llama_cpp
 

@@ -25,7 +25,9 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a preset ({', '.join([*PRESETS, *WHOLE_FILES])}) or a JSONL path; default: every preset",
     )
     parser.add_argument(
-        "--format", choices=list(FORMATS), default="plain",
+        "--format",
+        choices=list(FORMATS),
+        default="plain",
         help="field names of a JSONL path: plain (before/after/instruction/test), canitedit "
         "(before/after/instruction_descriptive/tests), editeval (input/output/instruction/test/context)",
     )
@@ -73,16 +75,25 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.analysis in ("ceiling", "all"):
         print("Line-level copy ceiling (share of the after-text copied from the before-text)\n")
         rows = [
-            [name, r["items"], *(_pct(r["ceiling"][k]) for k in ("chars_mean", "chars_pooled", "tokens_mean", "tokens_pooled"))]
+            [
+                name,
+                r["items"],
+                *(_pct(r["ceiling"][k]) for k in ("chars_mean", "chars_pooled", "tokens_mean", "tokens_pooled")),
+            ]
             for name, r in result.items()
         ]
-        print(markdown_table(["set", "items", "chars mean", "chars pooled", "tokens mean", "tokens pooled"], rows), end="\n\n")
+        print(
+            markdown_table(["set", "items", "chars mean", "chars pooled", "tokens mean", "tokens pooled"], rows),
+            end="\n\n",
+        )
     if args.analysis in ("oracle", "all"):
         print("Oracle programs: resolve(oracle_program(before, after), before) == after\n")
         rows = [[name, f"{r['oracle']['exact']}/{r['oracle']['total']}"] for name, r in result.items()]
         print(markdown_table(["set", "exact"], rows), end="\n\n")
     if args.analysis in ("noise", "all"):
-        print(f"Span noise: exact match when every copy's start and end move by a random offset in [-e, e] (seed {args.seed})\n")
+        print(
+            f"Span noise: exact match when every copy's start and end move by a random offset in [-e, e] (seed {args.seed})\n"
+        )
         epsilons = list(next(iter(result.values()))["noise"])
         rows = [[name, *(_pct(r["noise"][e]) for e in epsilons)] for name, r in result.items()]
         print(markdown_table(["set", *(f"e={e}" for e in epsilons)], rows), end="\n\n")
@@ -97,7 +108,12 @@ def cmd_model(args: argparse.Namespace) -> int:
         from .bench.output import markdown_table
 
         rows = [
-            [m["name"] + (" (default)" if m["default"] else ""), f"{m['size']:,}", "yes" if m["verified"] else "no", m["path"]]
+            [
+                m["name"] + (" (default)" if m["default"] else ""),
+                f"{m['size']:,}",
+                "yes" if m["verified"] else "no",
+                m["path"],
+            ]
             for m in models.list_models()
         ]
         print(markdown_table(["model", "bytes", "verified", "path"], rows))
@@ -128,25 +144,39 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
-    parser.add_argument("--adapter", default="default",
-                        help="program modes' span selector: default (the model's shipped adapter), none, "
-                             "a shipped name or a LoRA adapter .gguf")
-    parser.add_argument("--batch-invariant", action="store_true",
-                        help="the same logits however tokens are batched: drafted and undrafted decoding agree "
-                             "token for token (slower; needs llama.cpp built without llamafile: make exact)")
+    parser.add_argument(
+        "--adapter",
+        default="default",
+        help="program modes' span selector: default (the model's shipped adapter), none, "
+        "a shipped name or a LoRA adapter .gguf",
+    )
+    parser.add_argument(
+        "--batch-invariant",
+        action="store_true",
+        help="the same logits however tokens are batched: drafted and undrafted decoding agree "
+        "token for token (slower; needs llama.cpp built without llamafile: make exact)",
+    )
 
 
 def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = True) -> None:
     from .remote import API_KEY_VARIABLE, ENGINES
 
     if backend:
-        parser.add_argument("--backend", choices=["local", "remote"], default="local",
-                            help=f"local: the model in this process; remote: an OpenAI-compatible completions "
-                                 f"server (API key from ${API_KEY_VARIABLE})")
+        parser.add_argument(
+            "--backend",
+            choices=["local", "remote"],
+            default="local",
+            help=f"local: the model in this process; remote: an OpenAI-compatible completions "
+            f"server (API key from ${API_KEY_VARIABLE})",
+        )
     parser.add_argument("--remote-url", default="http://127.0.0.1:8080/v1", help="the server's base URL")
     parser.add_argument("--remote-model", default="", help="the served model's name (default: the first listed)")
-    parser.add_argument("--remote-engine", choices=ENGINES, default="llama.cpp",
-                        help="how the grammar is sent: llama.cpp (llama-server, llama-cpp-python) or vllm")
+    parser.add_argument(
+        "--remote-engine",
+        choices=ENGINES,
+        default="llama.cpp",
+        help="how the grammar is sent: llama.cpp (llama-server, llama-cpp-python) or vllm",
+    )
     parser.add_argument("--remote-timeout", type=float, default=60.0, help="seconds the server may stay silent")
 
 
@@ -156,9 +186,17 @@ def _settings(args: argparse.Namespace, **values):
 
     values = {"backend": getattr(args, "backend", "local")} | values
     return Settings(
-        model=args.model, n_ctx=args.n_ctx, n_threads=args.threads,
-        n_gpu_layers=args.gpu_layers, batch_invariant=args.batch_invariant, adapter=args.adapter, remote_url=args.remote_url, remote_model=args.remote_model,
-        remote_engine=args.remote_engine, remote_timeout=args.remote_timeout, **values,
+        model=args.model,
+        n_ctx=args.n_ctx,
+        n_threads=args.threads,
+        n_gpu_layers=args.gpu_layers,
+        batch_invariant=args.batch_invariant,
+        adapter=args.adapter,
+        remote_url=args.remote_url,
+        remote_model=args.remote_model,
+        remote_engine=args.remote_engine,
+        remote_timeout=args.remote_timeout,
+        **values,
     ).check()
 
 
@@ -227,8 +265,11 @@ def _server_options(args: argparse.Namespace) -> dict:
     options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers, "adapter": args.adapter}
     if getattr(args, "backend", "local") == "remote":
         options |= {
-            "backend": "remote", "remoteUrl": args.remote_url, "remoteModel": args.remote_model,
-            "remoteEngine": args.remote_engine, "remoteTimeout": args.remote_timeout,
+            "backend": "remote",
+            "remoteUrl": args.remote_url,
+            "remoteModel": args.remote_model,
+            "remoteEngine": args.remote_engine,
+            "remoteTimeout": args.remote_timeout,
         }
     if args.batch_invariant:
         options["batchInvariant"] = True
@@ -276,7 +317,13 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     decoder = _open_editor(args) if len(remote_modes) < len(modes) else None
     remote = _open_editor(args, backend="remote") if remote_modes else None
     result = edits.edits_benchmark(
-        decoder, sets, modes=modes, remote=remote, ordered=not args.unordered, examples=args.examples, timeout=args.timeout
+        decoder,
+        sets,
+        modes=modes,
+        remote=remote,
+        ordered=not args.unordered,
+        examples=args.examples,
+        timeout=args.timeout,
     )
     result |= {"model": args.model, "seed": args.seed, "limit": args.limit, "batch_invariant": args.batch_invariant}
     kernel_path = Path(args.kernel)
@@ -329,15 +376,29 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .train.lora import TrainOptions
     from .train.pipeline import TrainPlan, run
 
-    options = TrainOptions(threads=args.threads or 2, epochs=args.epochs, max_steps=args.max_steps,
-                           max_tokens=args.max_tokens, accumulate=args.accumulate, learning_rate=args.learning_rate)
+    options = TrainOptions(
+        threads=args.threads or 2,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        max_tokens=args.max_tokens,
+        accumulate=args.accumulate,
+        learning_rate=args.learning_rate,
+    )
     recipe = Recipe(seed=args.seed)
     if args.scale != 1.0:
         recipe = replace(recipe, counts=tuple((k, max(1, round(n * args.scale))) for k, n in recipe.counts))
-    plan = TrainPlan(out=Path(args.out), model=args.model, recipe=recipe, distill=round(args.distill * args.scale),
-                     examples=args.examples, options=options)
+    plan = TrainPlan(
+        out=Path(args.out),
+        model=args.model,
+        recipe=recipe,
+        distill=round(args.distill * args.scale),
+        examples=args.examples,
+        options=options,
+    )
     card = run(plan)
-    print(json.dumps({k: card[k] for k in ("steps", "trained_tokens", "tokens_per_second", "final_train_loss", "sha256")}))
+    print(
+        json.dumps({k: card[k] for k in ("steps", "trained_tokens", "tokens_per_second", "final_train_loss", "sha256")})
+    )
     print(f"adapter: {Path(args.out) / 'adapter.gguf'}", file=sys.stderr)
     return 0
 
@@ -401,25 +462,7 @@ def _add_bench_commands(bench) -> None:
     kernel.add_argument("--json", action="store_true")
     kernel.set_defaults(func=cmd_bench_kernel)
 
-    edits = bench.add_parser("edits", help="program, rewrite, lookup and forced modes on real edits, side by side")
-    _add_source_arguments(edits)
-    _add_model_arguments(edits)
-    edits.add_argument("--modes", default="program,program-none,rewrite,lookup,forced",
-                       help="comma-separated: program, program-none, rewrite, lookup, forced; program and forced "
-                            "also with one speedup off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain); "
-                            "remote-program, remote-rewrite, remote-forced on the --remote-url server")
-    _add_remote_arguments(edits, backend=False)
-    edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
-    edits.add_argument("--unordered", action="store_true",
-                       help="program modes: a copy may start anywhere (by default after the previous copy)")
-    edits.add_argument("--examples", choices=["default", "none", "extended"], default=None,
-                       help="the prompt's few-shot examples (default: the adapter's set in program modes, else default)")
-    edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
-    edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
-    edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
-    edits.add_argument("--name", default="edits", help="file name stem of the outputs")
-    edits.add_argument("--json", action="store_true")
-    edits.set_defaults(func=cmd_bench_edits)
+    _add_bench_edits(bench)
 
     formats = bench.add_parser("formats", help="tokens and round trip: program, search/replace, unified diff, rewrite")
     _add_source_arguments(formats)
@@ -438,6 +481,39 @@ def _add_bench_commands(bench) -> None:
     lsp.set_defaults(func=cmd_bench_lsp)
 
 
+def _add_bench_edits(bench) -> None:
+    """``bench edits``."""
+    edits = bench.add_parser("edits", help="program, rewrite, lookup and forced modes on real edits, side by side")
+    _add_source_arguments(edits)
+    _add_model_arguments(edits)
+    edits.add_argument(
+        "--modes",
+        default="program,program-none,rewrite,lookup,forced",
+        help="comma-separated: program, program-none, rewrite, lookup, forced; program and forced "
+        "also with one speedup off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain); "
+        "remote-program, remote-rewrite, remote-forced on the --remote-url server",
+    )
+    _add_remote_arguments(edits, backend=False)
+    edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
+    edits.add_argument(
+        "--unordered",
+        action="store_true",
+        help="program modes: a copy may start anywhere (by default after the previous copy)",
+    )
+    edits.add_argument(
+        "--examples",
+        choices=["default", "none", "extended"],
+        default=None,
+        help="the prompt's few-shot examples (default: the adapter's set in program modes, else default)",
+    )
+    edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
+    edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
+    edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
+    edits.add_argument("--name", default="edits", help="file name stem of the outputs")
+    edits.add_argument("--json", action="store_true")
+    edits.set_defaults(func=cmd_bench_edits)
+
+
 def _add_train_command(commands) -> None:
     from .models import DEFAULT_MODEL
 
@@ -447,8 +523,12 @@ def _add_train_command(commands) -> None:
     train.add_argument("--seed", type=int, default=0, help="the data recipe's seed")
     train.add_argument("--scale", type=float, default=1.0, help="multiply every count of the data recipe")
     train.add_argument("--distill", type=int, default=80, help="self-distilled edits (the base model's rewrites)")
-    train.add_argument("--examples", choices=["default", "none", "extended"], default="none",
-                       help="the prompt's few-shot examples while training (and with the adapter)")
+    train.add_argument(
+        "--examples",
+        choices=["default", "none", "extended"],
+        default="none",
+        help="the prompt's few-shot examples while training (and with the adapter)",
+    )
     train.add_argument("--epochs", type=float, default=1.0)
     train.add_argument("--accumulate", type=int, default=8, help="sequences per optimizer step")
     train.add_argument("--learning-rate", type=float, default=2e-4)

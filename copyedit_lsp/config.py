@@ -69,8 +69,15 @@ class Settings:
         """The settings that need the model reloaded when they change."""
         if self.backend == "remote":
             return (self.backend, self.endpoint())
-        return (self.backend, self.model, self.n_ctx, self.n_threads, self.n_gpu_layers, self.batch_invariant,
-                self.adapter)
+        return (
+            self.backend,
+            self.model,
+            self.n_ctx,
+            self.n_threads,
+            self.n_gpu_layers,
+            self.batch_invariant,
+            self.adapter,
+        )
 
 
 _converter = cattrs.Converter(forbid_extra_keys=False)
@@ -106,6 +113,7 @@ def updated(settings: Settings, options: Any) -> Settings:
     try:
         return _converter.structure(merged, Settings).check()
     except (cattrs.BaseValidationError, TypeError) as error:
-        details = "; ".join(cattrs.transform_error(error)) if isinstance(error, cattrs.BaseValidationError) else str(error)
+        details = (
+            "; ".join(cattrs.transform_error(error)) if isinstance(error, cattrs.BaseValidationError) else str(error)
+        )
         raise ValueError(f"invalid copyedit settings: {details}") from None
-

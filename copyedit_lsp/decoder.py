@@ -96,8 +96,9 @@ class Decoder:
 
         selector = resolve_selector(adapter, model)
         path = resolve_model(model, fetch_missing=fetch_missing, progress=progress)
-        backend = Backend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
-                          batch_invariant=batch_invariant)
+        backend = Backend(
+            path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, batch_invariant=batch_invariant
+        )
         if selector is not None:
             try:
                 backend.use_adapter(selector.path)  # a bad adapter fails the load, not the first edit
@@ -138,7 +139,11 @@ class Decoder:
     def prompt(self, source: str, instruction: str, options: EditOptions = EditOptions()) -> list[int]:
         """The prompt's tokens for an edit: the conversation and the opening of the answer."""
         text = self.template.edit_prompt(
-            source, instruction, mode=options.mode, splice=options.splice, language=options.language,
+            source,
+            instruction,
+            mode=options.mode,
+            splice=options.splice,
+            language=options.language,
             examples=self.examples_for(options.mode, options.examples),
         )
         return self.backend.tokenize(text, special=True)
@@ -148,7 +153,13 @@ class Decoder:
         (:class:`~copyedit_lsp.edit.Editor`): evaluated once, then restored from a snapshot."""
         self.prepare(options.mode)  # the mode's adapter first: changing it empties the cache
         examples = self.examples_for(options.mode, options.examples)
-        key = (self.adapter_for(options.mode), options.mode in ("rewrite", "lookup"), options.splice, options.language, examples)
+        key = (
+            self.adapter_for(options.mode),
+            options.mode in ("rewrite", "lookup"),
+            options.splice,
+            options.language,
+            examples,
+        )
         if key not in self._prefixes:
             fixed = list(fixed_prefix(lambda source, instruction: self.prompt(source, instruction, options)))
             self.backend.prefill(fixed)
@@ -191,8 +202,14 @@ class Decoder:
         target, speedups = options.program, options.speedups
         if target is not None:
             target.validate(n)
-        drafter = ProgramDrafter(self.tokens, view, self.backend.tokenize, self.backend.piece,
-                                 ngram=self.draft_ngram, draft_tokens=self.draft_tokens)
+        drafter = ProgramDrafter(
+            self.tokens,
+            view,
+            self.backend.tokenize,
+            self.backend.piece,
+            ngram=self.draft_ngram,
+            draft_tokens=self.draft_tokens,
+        )
         self._check_fits(run, prompt, len(drafter.lookup.original), options)
         run.prefill(prompt)
         ops: list[Op] = []
@@ -237,7 +254,9 @@ class Decoder:
             run.splice(self.backend.tokenize(view.span(start, end)))
         return Copy(start, end)
 
-    def _gen_body(self, run: TokenRun, goal: str | None, drafter: ProgramDrafter, speedups: Speedups) -> tuple[str, bool]:
+    def _gen_body(
+        self, run: TokenRun, goal: str | None, drafter: ProgramDrafter, speedups: Speedups
+    ) -> tuple[str, bool]:
         """Decode a gen body freely until ``</gen>``; return it and whether the model ended its turn.
 
         Drafts come from :meth:`~copyedit_lsp.drafts.ProgramDrafter.in_gen`."""

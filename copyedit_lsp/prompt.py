@@ -107,9 +107,7 @@ def _rewrite_user(instruction: str, source: str, language: str) -> str:
     return f"Instruction: {instruction}\n\nCode:\n```{language}\n{code}```"
 
 
-def program_messages(
-    instruction: str, source: str, *, splice: bool, examples: str = "default"
-) -> list[dict[str, str]]:
+def program_messages(instruction: str, source: str, *, splice: bool, examples: str = "default") -> list[dict[str, str]]:
     """Chat messages for program mode; the answer continues after :func:`program_prefix`."""
     messages = [{"role": "system", "content": PROGRAM_SYSTEM}]
     for _, example_instruction, before, after in EXAMPLE_SETS[examples]:
@@ -123,9 +121,7 @@ def program_messages(
     return messages
 
 
-def rewrite_messages(
-    instruction: str, source: str, language: str, examples: str = "default"
-) -> list[dict[str, str]]:
+def rewrite_messages(instruction: str, source: str, language: str, examples: str = "default") -> list[dict[str, str]]:
     """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix`."""
     messages = [{"role": "system", "content": REWRITE_SYSTEM}]
     for example_language, example_instruction, before, after in EXAMPLE_SETS[examples]:
@@ -155,8 +151,13 @@ class _GenerationTags(jinja2.ext.Extension):
         return parser.parse_statements(("name:endgeneration",), drop_needle=True)
 
 
-def _tojson(value: object, ensure_ascii: bool = False, indent: int | None = None,
-            separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
+def _tojson(
+    value: object,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
@@ -178,7 +179,9 @@ class ChatTemplate:
 
     def __init__(self, metadata: dict[str, str]):
         environment = ImmutableSandboxedEnvironment(
-            loader=jinja2.BaseLoader(), trim_blocks=True, lstrip_blocks=True,
+            loader=jinja2.BaseLoader(),
+            trim_blocks=True,
+            lstrip_blocks=True,
             extensions=[_GenerationTags, jinja2.ext.loopcontrols],
         )
         environment.filters["tojson"] = _tojson
@@ -187,8 +190,15 @@ class ChatTemplate:
     def render(self, messages: list[dict[str, str]], answer_prefix: str) -> str:
         """The prompt text: the conversation, the assistant's turn opened, and ``answer_prefix``."""
         prompt = self.template.render(
-            messages=messages, eos_token="", bos_token="", add_generation_prompt=True, raise_exception=_raise_exception,
-            tools=None, functions=None, function_call=None, tool_choice=None,
+            messages=messages,
+            eos_token="",
+            bos_token="",
+            add_generation_prompt=True,
+            raise_exception=_raise_exception,
+            tools=None,
+            functions=None,
+            function_call=None,
+            tool_choice=None,
             strftime_now=lambda spec: datetime.now().strftime(spec),
         )
         return prompt + answer_prefix
@@ -199,4 +209,6 @@ class ChatTemplate:
         """The prompt text of an edit in ``mode``: rewrite and lookup write code, the others programs."""
         if mode in ("rewrite", "lookup"):
             return self.render(rewrite_messages(instruction, source, language, examples), rewrite_prefix(language))
-        return self.render(program_messages(instruction, source, splice=splice == "prefill", examples=examples), program_prefix())
+        return self.render(
+            program_messages(instruction, source, splice=splice == "prefill", examples=examples), program_prefix()
+        )

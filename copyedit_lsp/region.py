@@ -53,7 +53,9 @@ _converter = cattrs.Converter(forbid_extra_keys=True)
 def parse_arguments(arguments: tuple[Any, ...], kind: type) -> Any:
     """The one argument object of a command, structured; ValueError with a clear message otherwise."""
     if len(arguments) != 1 or not isinstance(arguments[0], dict):
-        raise ValueError(f"expects one argument object with the fields of {kind.__name__}, got {list(arguments)!r:.200}")
+        raise ValueError(
+            f"expects one argument object with the fields of {kind.__name__}, got {list(arguments)!r:.200}"
+        )
     try:
         return _converter.structure(arguments[0], kind)
     except cattrs.BaseValidationError as error:

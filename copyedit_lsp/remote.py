@@ -175,7 +175,9 @@ class Completions:
                     raise RemoteError(f"cannot reach the server at {url}: {error}") from None
             except httpx.TimeoutException:
                 if last or not idempotent:
-                    raise RemoteError(f"the server at {url} did not answer within {self.endpoint.timeout:g} s") from None
+                    raise RemoteError(
+                        f"the server at {url} did not answer within {self.endpoint.timeout:g} s"
+                    ) from None
             except httpx.HTTPError as error:
                 if last or not idempotent:
                     raise RemoteError(f"the request to {url} failed: {error}") from None
@@ -327,7 +329,11 @@ class RemoteDecoder:
 
     def _prompt(self, source: str, instruction: str, options: EditOptions) -> str:
         return self.template.edit_prompt(
-            source, instruction, mode=options.mode, splice=options.splice, language=options.language,
+            source,
+            instruction,
+            mode=options.mode,
+            splice=options.splice,
+            language=options.language,
             examples=options.examples or "default",
         )
 

@@ -27,10 +27,7 @@ def resolve(program: Program, text: str) -> str:
     """
     lines = split_lines(text)
     program.validate(len(lines))
-    return "".join(
-        "".join(lines[op.start - 1 : op.end]) if isinstance(op, Copy) else op.text
-        for op in program.ops
-    )
+    return "".join("".join(lines[op.start - 1 : op.end]) if isinstance(op, Copy) else op.text for op in program.ops)
 
 
 def oracle_program(before: str, after: str) -> Program:
@@ -108,11 +105,7 @@ def _trimmed(lines: list[str], start: int, end: int, new: list[str]) -> LineEdit
     while head < len(old) and head < len(new) and old[head] == new[head]:
         head += 1
     tail = 0
-    while (
-        tail < len(old) - head
-        and tail < len(new) - head
-        and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]
-    ):
+    while tail < len(old) - head and tail < len(new) - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
         tail += 1
     if head == len(old) == len(new):
         return None

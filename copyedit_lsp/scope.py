@@ -176,9 +176,7 @@ def _outer(node: Node) -> Node:
 
 def _in_class_body(node: Node) -> bool:
     parent = node.parent
-    return (
-        parent is not None and parent.type == "block" and parent.parent.type == "class_definition"
-    )
+    return parent is not None and parent.type == "block" and parent.parent.type == "class_definition"
 
 
 def _name(node: Node, field: str) -> str | None:

@@ -107,7 +107,9 @@ def _load_model(ls: CopyeditServer) -> None:
     def done(error: Exception | None) -> None:
         def report() -> None:
             if progress:
-                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="model failed to load" if error else "model ready"))
+                ls.work_done_progress.end(
+                    token, types.WorkDoneProgressEnd(message="model failed to load" if error else "model ready")
+                )
             if error is not None:
                 _notify(ls, f"the model could not be loaded: {error}", types.MessageType.Error)
 
@@ -169,7 +171,9 @@ def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[type
         types.CodeAction(
             title=action.title,
             kind=action.kind,
-            command=types.Command(title=action.title, command=EDIT_COMMAND, arguments=[_edit_arguments(params, document, action)]),
+            command=types.Command(
+                title=action.title, command=EDIT_COMMAND, arguments=[_edit_arguments(params, document, action)]
+            ),
         )
         for action in list_actions(document.source, document.language_id, start, end, diagnostics)
     ]
@@ -323,7 +327,9 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     program = result.program if region.comment_line is None else None
     edits = region_edits(text, region.start, region.end, result.text, program, _encoding(ls))
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
-    workspace_edit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)])
+    workspace_edit = types.WorkspaceEdit(
+        document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)]
+    )
     applied = not edits or await _apply(ls, args.instruction, workspace_edit)
     progress.end(f"{len(edits)} edits applied" if applied else "the client did not apply the edit")
     return {"applied": applied, "edits": len(edits), "text": new_text, "stats": _summary(result.stats)}
@@ -335,7 +341,9 @@ def _document_to_edit(ls: CopyeditServer, args: EditArguments):
     if document is None:
         raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: {args.uri} is not an open document")
     if args.version is not None and document.version != args.version:
-        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: the document changed (version {document.version}, not {args.version})")
+        raise JsonRpcInvalidParams(
+            f"{EDIT_COMMAND}: the document changed (version {document.version}, not {args.version})"
+        )
     _invalid_params(EDIT_COMMAND, check_size, document.source, ls.settings.max_file_bytes)
     return document
 
@@ -375,7 +383,9 @@ async def refactor_workspace(ls: CopyeditServer, *arguments) -> dict:
     async with _work(ls, REFACTOR_COMMAND, "copyedit: refactor workspace") as progress:
         await progress.begin(f"{len(files)} files")
         for number, file in enumerate(files, 1):
-            progress.report(f"file {number} of {len(files)}: {file.relative}", int(100 * (number - 1) / max(len(files), 1)))
+            progress.report(
+                f"file {number} of {len(files)}: {file.relative}", int(100 * (number - 1) / max(len(files), 1))
+            )
             if (change := await _refactor_file(ls, file, args.instruction, progress.stop, skipped)) is not None:
                 changes[file.relative] = change
     if progress.cancelled:

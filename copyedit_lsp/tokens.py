@@ -245,7 +245,9 @@ class PieceTrie:
         return name
 
 
-def write_number(run: TokenRun, tokens: ProgramTokens, lo: int, hi: int, terminator: list[int], goal: int | None) -> int:
+def write_number(
+    run: TokenRun, tokens: ProgramTokens, lo: int, hi: int, terminator: list[int], goal: int | None
+) -> int:
     """Write a number in [lo, hi] digit by digit, then the terminator; return the number.
     ``goal`` is the scripted number of forced mode."""
     prefix = ""

@@ -9,7 +9,19 @@ from pathlib import Path
 
 from .languages import SOURCE_PATTERNS
 
-SKIPPED_FOLDERS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".tox", "dist", "build"}
+SKIPPED_FOLDERS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".tox",
+    "dist",
+    "build",
+}
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,28 @@ from hypothesis import strategies as st
 
 from copyedit_lsp.program import RESERVED, Copy, Gen, Program
 
-FRAGMENTS = [*RESERVED, "<\\copy", "<\\\\gen>", "</gen", "<", "\\", "\t", "    ", "é", "日本", "🙂", "x", "def f():", '"/>']
+FRAGMENTS = [
+    *RESERVED,
+    "<\\copy",
+    "<\\\\gen>",
+    "</gen",
+    "<",
+    "\\",
+    "\t",
+    "    ",
+    "é",
+    "日本",
+    "🙂",
+    "x",
+    "def f():",
+    '"/>',
+]
 BREAKS = ["\n", "\r\n", "\r"]
 
-line_bodies = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=4).map("".join).map(
-    lambda s: s.replace("\r", "").replace("\n", "")
+line_bodies = (
+    st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=4)
+    .map("".join)
+    .map(lambda s: s.replace("\r", "").replace("\n", ""))
 )
 lines = st.tuples(line_bodies, st.sampled_from(BREAKS)).map("".join)
 

@@ -71,8 +71,9 @@ def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_p
 
 
 def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(default_model_path):
-    stdout = _run_exact("-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py"),
-                        timeout=600)
+    stdout = _run_exact(
+        "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py"), timeout=600
+    )
     assert json.loads(stdout.strip().splitlines()[-1]) == {"whole": True, "13+27": True, "3s": True, "30+10": True}
 
 
@@ -84,9 +85,26 @@ def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(defau
 
 def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model_path, tmp_path):
     """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
-    stdout = _run_exact("-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "3",
-                        "--threads", "2", "--batch-invariant", "--adapter", "none", "--modes", SPEEDUP_MODES, "--out", str(tmp_path), "--json",
-                        timeout=1200)
+    stdout = _run_exact(
+        "-m",
+        "copyedit_lsp.cli",
+        "bench",
+        "edits",
+        "humanevalfix-python",
+        "--limit",
+        "3",
+        "--threads",
+        "2",
+        "--batch-invariant",
+        "--adapter",
+        "none",
+        "--modes",
+        SPEEDUP_MODES,
+        "--out",
+        str(tmp_path),
+        "--json",
+        timeout=1200,
+    )
     result = json.loads(stdout)
     assert result["batch_invariant"] is True
     rows = {(row["id"], row["mode"]): row for row in result["sets"]["humanevalfix-python"]["rows"]}

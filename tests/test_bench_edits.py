@@ -15,9 +15,21 @@ KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"
 
 
 def row(item, mode, seconds, **extra):
-    base = {"id": item, "mode": mode, "seconds": seconds, "exact": False, "passed": None, "decode_steps": 10, "chosen_tokens": 10,
-            "output_tokens": 40, "spliced_tokens": 0, "splice_spans": [], "drafted_tokens": 0, "accepted_tokens": 0,
-            "tokens": [1, 2]}
+    base = {
+        "id": item,
+        "mode": mode,
+        "seconds": seconds,
+        "exact": False,
+        "passed": None,
+        "decode_steps": 10,
+        "chosen_tokens": 10,
+        "output_tokens": 40,
+        "spliced_tokens": 0,
+        "splice_spans": [],
+        "drafted_tokens": 0,
+        "accepted_tokens": 0,
+        "tokens": [1, 2],
+    }
     return base | extra
 
 
@@ -29,10 +41,10 @@ def test_kernel_curve_interpolates_in_log_span_and_stays_flat_outside():
 
 def test_summary_ratios_are_per_item_over_rewrite():
     rows = [
-        row("a", "rewrite", 2.0, passed=True, exact=True), row("a", "lookup", 1.0, passed=True, tokens=[1, 2],
-                                                              drafted_tokens=10, accepted_tokens=5),
-        row("b", "rewrite", 3.0, passed=False), row("b", "lookup", 1.0, passed=False, tokens=[1, 3],
-                                                    drafted_tokens=10, accepted_tokens=10),
+        row("a", "rewrite", 2.0, passed=True, exact=True),
+        row("a", "lookup", 1.0, passed=True, tokens=[1, 2], drafted_tokens=10, accepted_tokens=5),
+        row("b", "rewrite", 3.0, passed=False),
+        row("b", "lookup", 1.0, passed=False, tokens=[1, 3], drafted_tokens=10, accepted_tokens=10),
     ]
     summary = summarize(rows, ["rewrite", "lookup"])
     assert summary["rewrite"]["speedup_median"] == 1.0
@@ -44,8 +56,10 @@ def test_summary_ratios_are_per_item_over_rewrite():
 
 def test_a_remote_mode_is_compared_with_its_local_mode():
     rows = [
-        row("a", "rewrite", 2.0, text="x\n", requests=0), row("a", "remote-rewrite", 3.0, text="x\n", requests=1),
-        row("b", "rewrite", 2.0, text="y\n", requests=0), row("b", "remote-rewrite", 5.0, text="z\n", requests=1),
+        row("a", "rewrite", 2.0, text="x\n", requests=0),
+        row("a", "remote-rewrite", 3.0, text="x\n", requests=1),
+        row("b", "rewrite", 2.0, text="y\n", requests=0),
+        row("b", "remote-rewrite", 5.0, text="z\n", requests=1),
     ]
     entry = summarize(rows, ["rewrite", "remote-rewrite"])["remote-rewrite"]
     assert entry["reference"] == "rewrite" and entry["same_text"] == 1 and "same_program" not in entry
@@ -53,8 +67,18 @@ def test_a_remote_mode_is_compared_with_its_local_mode():
 
 
 def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
-    forced = row("a", "forced", 1.0, decode_steps=3, chosen_tokens=10, output_tokens=100, splice_spans=[16, 16], parses=True,
-                 one_call_per_splice=True, constraint_share=0.0)
+    forced = row(
+        "a",
+        "forced",
+        1.0,
+        decode_steps=3,
+        chosen_tokens=10,
+        output_tokens=100,
+        splice_spans=[16, 16],
+        parses=True,
+        one_call_per_splice=True,
+        constraint_share=0.0,
+    )
     rows = [row("a", "rewrite", 2.0), forced]
     result = {"sets": {"set": {"rows": rows, "summary": summarize(rows, ["rewrite", "forced"])}}}
     (entry,) = bound_table(result, KERNEL).values()
@@ -84,7 +108,11 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
         assert math.isfinite(result["bounds"][name]["bound_median"])
     # each mode's fixed prefix was warm before its edit was timed, and nothing more: every edit evaluated
     # its item's own tokens (lookup follows rewrite with the same prompt and must not reuse it)
-    for item, rows in zip(sets["py"], (result["sets"]["py"]["rows"][:len(modes)], result["sets"]["py"]["rows"][len(modes):]), strict=False):
+    for item, rows in zip(
+        sets["py"],
+        (result["sets"]["py"]["rows"][: len(modes)], result["sets"]["py"]["rows"][len(modes) :]),
+        strict=False,
+    ):
         code = len(decoder.backend.tokenize(item.before))
         prompt = decoder.prompt(item.before, item.instruction, EditOptions(mode="rewrite", language="python"))
         assert all(code < r["prefill_tokens"] < code + 40 + 4 * item.before.count("\n") < len(prompt) for r in rows)

@@ -13,15 +13,37 @@ def write(path, records):
 
 
 def test_canitedit_layout(tmp_path):
-    path = write(tmp_path / "c.jsonl", [{"id": 7, "before": "a\n", "after": "b\n", "instruction_descriptive": "do it",
-                                        "instruction_lazy": "x", "tests": "assert True"}])
+    path = write(
+        tmp_path / "c.jsonl",
+        [
+            {
+                "id": 7,
+                "before": "a\n",
+                "after": "b\n",
+                "instruction_descriptive": "do it",
+                "instruction_lazy": "x",
+                "tests": "assert True",
+            }
+        ],
+    )
     (item,) = load_items(path, format="canitedit")
-    assert (item.id, item.before, item.after, item.instruction, item.test) == ("7", "a\n", "b\n", "do it", "assert True")
+    assert (item.id, item.before, item.after, item.instruction, item.test) == (
+        "7",
+        "a\n",
+        "b\n",
+        "do it",
+        "assert True",
+    )
 
 
 def test_editeval_layout_with_context(tmp_path):
-    path = write(tmp_path / "e.jsonl", [{"input": "a\n", "output": "b\n", "instruction": "go", "test": "t",
-                                        "context": "import os\n"}, {"input": "c\n", "output": "d\n"}])
+    path = write(
+        tmp_path / "e.jsonl",
+        [
+            {"input": "a\n", "output": "b\n", "instruction": "go", "test": "t", "context": "import os\n"},
+            {"input": "c\n", "output": "d\n"},
+        ],
+    )
     first, second = load_items(path, format="editeval", language="javascript")
     assert (first.before, first.after, first.context, first.language) == ("a\n", "b\n", "import os\n", "javascript")
     assert (second.id, second.instruction, second.test) == ("2", "", "")  # the line number stands in for an id
@@ -52,8 +74,9 @@ def test_a_seed_shuffles_before_the_limit():
     assert [item.id for item in load_items("quixbugs", limit=5, seed=3)] == everything[:5]
 
 
-@pytest.mark.parametrize("name, preset", [("humanevalfix-python-files", "humanevalfix-python"),
-                                          ("humanevalfix-js-files", "humanevalfix-js")])
+@pytest.mark.parametrize(
+    "name, preset", [("humanevalfix-python-files", "humanevalfix-python"), ("humanevalfix-js-files", "humanevalfix-js")]
+)
 def test_whole_file_sets_hold_one_bug_among_fixed_functions(name, preset):
     items, files = load_items(preset), load_items(name)
     assert len(files) == len(items)

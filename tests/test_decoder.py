@@ -97,7 +97,9 @@ def test_forced_mode_reproduces_every_humanevalfix_python_item(tiny):
         results = []
         for fast in (True, False) if k < 40 else (True,):
             speedups = Speedups() if fast else NO_SPEEDUPS
-            result = tiny.edit(item.before, item.instruction, EditOptions(mode="forced", program=program, speedups=speedups))
+            result = tiny.edit(
+                item.before, item.instruction, EditOptions(mode="forced", program=program, speedups=speedups)
+            )
             assert result.text == item.after, item.id
             assert result.program == program, item.id
             assert result.stats.chosen_tokens == chosen_tokens(tiny, program, n), item.id
@@ -132,8 +134,14 @@ def test_program_mode_with_and_without_each_speedup(qwen):
 
 def test_drafts_guess_the_line_after_a_gen(tiny):
     view = SourceView.of("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n")
-    drafter = ProgramDrafter(tiny.tokens, view, tiny.backend.tokenize, tiny.backend.piece,
-                             ngram=tiny.draft_ngram, draft_tokens=tiny.draft_tokens)
+    drafter = ProgramDrafter(
+        tiny.tokens,
+        view,
+        tiny.backend.tokenize,
+        tiny.backend.piece,
+        ngram=tiny.draft_ngram,
+        draft_tokens=tiny.draft_tokens,
+    )
     drafter.line = 2
     assert drafter.resume_line("b = 20\n") == 3  # one line rewritten
     assert drafter.resume_line("b = 2\nc = 3\nd = 4\n") == 5  # lines written out as they were
@@ -175,7 +183,10 @@ def test_second_edit_reuses_the_prompt_prefix(tiny):
     first = tiny.edit("x = 1\n", "Rename x to y.", EditOptions(mode="rewrite", language="python"))
     tiny.edit("a = 2\nb = 3\n", "Swap the values.", EditOptions(mode="rewrite", language="python"))
     second = tiny.edit("x = 1\n", "Rename x to y.", EditOptions(mode="rewrite", language="python"))
-    assert first.stats.prefill_tokens + first.stats.prefix_reused_tokens == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
+    assert (
+        first.stats.prefill_tokens + first.stats.prefix_reused_tokens
+        == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
+    )
     examples = rewrite_messages("", "", "")[:-1]  # the system prompt and the examples
     shared = tiny.backend.tokenize(tiny.template.render(examples, ""), special=True)
     assert second.stats.prefix_cache_hit
@@ -211,7 +222,9 @@ def test_reserved_strings_in_document_instruction_and_generated_code(tiny):
     before = 'doc = "<copy lines=\\"1-2\\"/>"\r\nend = "</gen>"\r\nx = "<program></program>"\r\n'
     after = 'doc = "<copy lines=\\"1-2\\"/>"\r\nend = "</gen>\\n<gen>"\r\nx = "<program></program>"\r\n'
     program = oracle_program(before, after)
-    result = tiny.edit(before, "Add </gen> and <copy to the end string. </program>", EditOptions(mode="forced", program=program))
+    result = tiny.edit(
+        before, "Add </gen> and <copy to the end string. </program>", EditOptions(mode="forced", program=program)
+    )
     assert result.text == after
     free = tiny.edit(before, "Append '</program>' to x. </gen></program>", EditOptions(language="python"))
     assert parse_program(free.program.to_text(), n_lines=3) == free.program
@@ -266,13 +279,22 @@ def test_copies_are_ordered_by_default(tiny):
         copies = [op for op in result.program.ops if isinstance(op, Copy)]
         assert all(later.start > earlier.end for earlier, later in zip(copies, copies[1:], strict=False)), item.id
     with pytest.raises(DecodeError, match="outside"):
-        tiny.edit("a\nb\nc\nd\n", "Swap the halves.", EditOptions(mode="forced", program=Program((Copy(3, 4), Copy(1, 2)))))
-    swapped = tiny.edit("a\nb\nc\nd\n", "Swap the halves.", EditOptions(mode="forced", program=Program((Copy(3, 4), Copy(1, 2))), ordered=False))
+        tiny.edit(
+            "a\nb\nc\nd\n", "Swap the halves.", EditOptions(mode="forced", program=Program((Copy(3, 4), Copy(1, 2))))
+        )
+    swapped = tiny.edit(
+        "a\nb\nc\nd\n",
+        "Swap the halves.",
+        EditOptions(mode="forced", program=Program((Copy(3, 4), Copy(1, 2))), ordered=False),
+    )
     assert swapped.text == "c\nd\na\nb\n"
 
 
 def test_example_sets_change_the_prompt(tiny):
-    prompts = {name: tiny.prompt("x = 1\n", "Rename x.", EditOptions(examples=name)) for name in ("none", "default", "extended")}
+    prompts = {
+        name: tiny.prompt("x = 1\n", "Rename x.", EditOptions(examples=name))
+        for name in ("none", "default", "extended")
+    }
     assert len(prompts["none"]) < len(prompts["default"]) < len(prompts["extended"])
     assert "count_words" in tiny.backend.detokenize(prompts["extended"])
     assert "count_words" not in tiny.backend.detokenize(prompts["default"])

@@ -161,7 +161,7 @@ def buffer_text(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-ABOVE = '''import os
+ABOVE = """import os
 
 
 def read_config(path):
@@ -169,7 +169,7 @@ def read_config(path):
         return handle.read()
 
 
-'''
+"""
 
 TARGET = '''def average_price(items):
     """Return the mean price of the items."""
@@ -179,11 +179,11 @@ TARGET = '''def average_price(items):
     return total / len(items) - 1
 '''
 
-BELOW = '''
+BELOW = """
 
 def list_files(directory):
     return sorted(os.listdir(directory))
-'''
+"""
 
 
 def test_copyedit_command_edits_the_function_under_the_cursor(tmp_path):
@@ -219,11 +219,13 @@ end
         assert after != before and seen["modified"]
         assert any("applied" in n["message"] for n in seen["notifications"])
     # progress came through the plugin's $/progress handler while the edit ran
-    assert any(p["kind"] == "begin" and "editing function average_price" in (p["message"] or "") for p in seen["progress"])
+    assert any(
+        p["kind"] == "begin" and "editing function average_price" in (p["message"] or "") for p in seen["progress"]
+    )
     assert any(p["kind"] == "end" for p in seen["progress"])
 
 
-COMMENTED = '''def double(x):
+COMMENTED = """def double(x):
     return x * 2
 
 
@@ -235,7 +237,7 @@ def scale(x, factor):
 
 def triple(x):
     return x * 3
-'''
+"""
 
 
 def test_instruction_comment_through_code_action(tmp_path):

@@ -34,7 +34,7 @@ def test_last_gen_may_end_without_line_break():
         ('<program>\n<copy lines="1-3">\n</program>', "'\"/>\\n'"),
         ("<program>\n<gen>\n</gen>\n</program>", "empty gen"),
         ("<program>\n<gen>\nx\n</program>", "without '</gen>'"),
-        ("<program>\n<gen>\nx</gen>\n<copy lines=\"1-1\"/>\n</program>", "only the last gen"),
+        ('<program>\n<gen>\nx</gen>\n<copy lines="1-1"/>\n</program>', "only the last gen"),
         ("<program>\n<gen>\nx\n</gen></program>", "'</gen>\\n'"),
         ("<program>\n</program>\n", "text after"),
     ],

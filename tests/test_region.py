@@ -35,8 +35,14 @@ def test_batch_invariance_is_a_setting_that_reloads_the_model():
 
 @pytest.mark.parametrize(
     "options, message",
-    [({"nCtx": "big"}, "n_ctx"), ({"mode": "diff"}, "mode"), ([1], "object"), ({"syntaxGuard": "yes"}, "syntax_guard"), ({"nThreads": 0}, "n_threads"),
-     ({"batchInvariant": 1}, "batch_invariant")],
+    [
+        ({"nCtx": "big"}, "n_ctx"),
+        ({"mode": "diff"}, "mode"),
+        ([1], "object"),
+        ({"syntaxGuard": "yes"}, "syntax_guard"),
+        ({"nThreads": 0}, "n_threads"),
+        ({"batchInvariant": 1}, "batch_invariant"),
+    ],
 )
 def test_bad_settings_are_refused_with_the_key_named(options, message):
     with pytest.raises(ValueError, match=message):
@@ -44,7 +50,16 @@ def test_bad_settings_are_refused_with_the_key_named(options, message):
 
 
 def test_edit_arguments_are_structured_strictly():
-    args = parse_arguments(({"uri": "file:///a.py", "instruction": "x", "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 3}}},), EditArguments)
+    args = parse_arguments(
+        (
+            {
+                "uri": "file:///a.py",
+                "instruction": "x",
+                "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 3}},
+            },
+        ),
+        EditArguments,
+    )
     assert args.range == Range(Position(1, 0), Position(2, 3))
     for bad in [(), ({"instruction": "x"},), ({"uri": 1, "extra": 2},), ("text",)]:
         with pytest.raises(ValueError):
@@ -53,7 +68,9 @@ def test_edit_arguments_are_structured_strictly():
 
 def _args(start, end=None, comment=None):
     end = end or start
-    return EditArguments(uri="file:///a.py", instruction="x", range=Range(Position(*start), Position(*end)), commentLine=comment)
+    return EditArguments(
+        uri="file:///a.py", instruction="x", range=Range(Position(*start), Position(*end)), commentLine=comment
+    )
 
 
 def test_region_is_the_selection_else_the_enclosing_function_else_the_document():
@@ -71,7 +88,10 @@ def test_instruction_comment_line_is_in_the_region_but_not_in_the_source():
     text = "# copyedit: add a docstring\ndef f(x):\n    return x\n"
     region = plan_region(text, "python", _args((1, 0), comment=0))
     assert (region.start, region.end, region.source) == (0, 3, "def f(x):\n    return x\n")
-    assert replace_region(text, region, "def f(x):\n    '''Doc.'''\n    return x\n") == "def f(x):\n    '''Doc.'''\n    return x\n"
+    assert (
+        replace_region(text, region, "def f(x):\n    '''Doc.'''\n    return x\n")
+        == "def f(x):\n    '''Doc.'''\n    return x\n"
+    )
 
 
 def test_region_edits_are_minimal_and_in_utf16_units():
@@ -82,7 +102,9 @@ def test_region_edits_are_minimal_and_in_utf16_units():
     assert apply_lsp_edits(document, edits) == "a = 'é🙂'\nb = 10\nc = 2"
     # replacing the last line of a document without a final newline ends at the line's end (UTF-16)
     document = "x = 'é🙂'"
-    edits = region_edits(document, 0, 1, "x = 1\n", oracle_program(document, "x = 1\n"), types.PositionEncodingKind.Utf16)
+    edits = region_edits(
+        document, 0, 1, "x = 1\n", oracle_program(document, "x = 1\n"), types.PositionEncodingKind.Utf16
+    )
     assert edits[0].range.end == types.Position(line=0, character=len("x = 'é🙂'") + 1)
     assert apply_lsp_edits(document, edits) == "x = 1\n"
 
@@ -135,7 +157,11 @@ def test_workspace_files_stay_inside_and_skip_what_is_not_utf8_text(tmp_path):
     (root / "link.py").symlink_to(outside / "secret.py")
     files, skipped = workspace_files([root], None, 50, max_bytes=1000)
     assert [f.relative for f in files] == ["a.py", "sub/b.ts"]
-    assert dict(skipped) == {"bin.py": "binary", "latin.js": "not UTF-8", "link.py": "a link that leads outside the workspace"}
+    assert dict(skipped) == {
+        "bin.py": "binary",
+        "latin.js": "not UTF-8",
+        "link.py": "a link that leads outside the workspace",
+    }
     files, skipped = workspace_files([root], ["sub/*.ts"], 50, max_bytes=1000)
     assert [f.relative for f in files] == ["sub/b.ts"] and not skipped
     files, skipped = workspace_files([root], None, 1, max_bytes=1000)

@@ -51,9 +51,25 @@ class LlamaServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", DEFAULT_MODEL,
-            "--n_ctx", "4096", "--n_threads", "2", "--n_batch", "2048", "--host", "127.0.0.1",
-            "--port", str(self.port), "--interrupt_requests", "False",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path),
+            "--model_alias",
+            DEFAULT_MODEL,
+            "--n_ctx",
+            "4096",
+            "--n_threads",
+            "2",
+            "--n_batch",
+            "2048",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--interrupt_requests",
+            "False",
         ]
         self.process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=log.open("wb"), preexec_fn=die_with_parent
@@ -166,8 +182,16 @@ def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, i
         return len(pieces) >= 3
 
     with pytest.raises(Cancelled):
-        remote_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite"), stop=stop, on_progress=lambda stats: pieces.append(stats.chosen_tokens))
-    result = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=oracle_program(item.before, item.after)))
+        remote_decoder.edit(
+            item.before,
+            item.instruction,
+            EditOptions(mode="rewrite"),
+            stop=stop,
+            on_progress=lambda stats: pieces.append(stats.chosen_tokens),
+        )
+    result = remote_decoder.edit(
+        item.before, item.instruction, EditOptions(mode="forced", program=oracle_program(item.before, item.after))
+    )
     assert result.text == item.after
 
 
@@ -181,18 +205,49 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
     path = tmp_path / "mean.py"
     path.write_text("def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n")
     done = subprocess.run(
-        [sys.executable, "-m", "copyedit_lsp.cli", "apply", str(path), "-i", "Fix the bug in mean.",
-         "--backend", "remote", "--remote-url", llama_server.url, "--json"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "copyedit_lsp.cli",
+            "apply",
+            str(path),
+            "-i",
+            "Fix the bug in mean.",
+            "--backend",
+            "remote",
+            "--remote-url",
+            llama_server.url,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["program"].startswith("<program>") and out["stats"]["requests"] >= 2
     assert path.read_text() == "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n"  # apply writes only with --write
     done = subprocess.run(
-        [sys.executable, "-m", "copyedit_lsp.cli", "bench", "edits", "humanevalfix-python", "--limit", "2",
-         "--modes", "remote-forced", "--remote-url", llama_server.url, "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "copyedit_lsp.cli",
+            "bench",
+            "edits",
+            "humanevalfix-python",
+            "--limit",
+            "2",
+            "--modes",
+            "remote-forced",
+            "--remote-url",
+            llama_server.url,
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)["sets"]["humanevalfix-python"]["summary"]["remote-forced"]
@@ -285,13 +340,18 @@ def fast_retries(monkeypatch):
     monkeypatch.setattr(remote, "BACKOFF", 0.01)
 
 
-@pytest.mark.parametrize("answers, error", [
-    ({("POST", "/v1/completions"): [(200, sse("def f():\n", "    pass\n"), 0.0)]}, "ignored the grammar"),
-    ({("POST", "/v1/completions"): [(400, b'{"error": {"message": "invalid grammar: parse error"}}', 0.0)]},
-     "rejected the grammar"),
-    ({("POST", "/v1/completions"): [(401, b'{"error": {"message": "Invalid API key"}}', 0.0)]}, "COPYEDIT_API_KEY"),
-    ({("POST", "/v1/completions"): [(200, sse("<gen>\n"), 2.0)]}, "did not answer within"),
-])
+@pytest.mark.parametrize(
+    "answers, error",
+    [
+        ({("POST", "/v1/completions"): [(200, sse("def f():\n", "    pass\n"), 0.0)]}, "ignored the grammar"),
+        (
+            {("POST", "/v1/completions"): [(400, b'{"error": {"message": "invalid grammar: parse error"}}', 0.0)]},
+            "rejected the grammar",
+        ),
+        ({("POST", "/v1/completions"): [(401, b'{"error": {"message": "Invalid API key"}}', 0.0)]}, "COPYEDIT_API_KEY"),
+        ({("POST", "/v1/completions"): [(200, sse("<gen>\n"), 2.0)]}, "did not answer within"),
+    ],
+)
 def test_server_failures_are_clear_errors(answers, error, monkeypatch, fast_retries):
     monkeypatch.setenv(remote.API_KEY_VARIABLE, "secret-key-123")
     fake = FakeServer({("GET", "/v1/models"): [MODELS], **answers})
@@ -335,7 +395,9 @@ async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
         answers = [(200, sse('<copy lines="1-1"/>\n'), 0.0), (200, sse("</program>"), 0.0)]
         fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): answers}, port=port)
         try:
-            result = await engine.edit("x = 1\n", "Keep it.", settings, EditOptions(language="python"), stop=threading.Event())
+            result = await engine.edit(
+                "x = 1\n", "Keep it.", settings, EditOptions(language="python"), stop=threading.Event()
+            )
             assert result.program == Program((Copy(1, 1),)) and result.text == "x = 1\n"
         finally:
             fake.close()
@@ -362,7 +424,9 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
     where ``import llama_cpp`` fails, an edit runs against a server and its prompt is the one the
     server would be sent with llama-cpp-python installed."""
     copy, end = sse('<copy lines="1-1"/>\n'), sse("</program>")
-    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, copy, 0.0), (200, end, 0.0)]})
+    fake = FakeServer(
+        {("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, copy, 0.0), (200, end, 0.0)]}
+    )
     script = (
         "import json, sys\n"
         "sys.modules['llama_cpp'] = None  # import llama_cpp raises ImportError\n"
@@ -374,8 +438,13 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
         "'a\\n', 'Probe.', __import__('copyedit_lsp.edit').edit.EditOptions())}))\n"
     )
     try:
-        run = subprocess.run([sys.executable, "-c", script, fake.url], capture_output=True, text=True, timeout=60,
-                             cwd=Path(__file__).resolve().parents[1])
+        run = subprocess.run(
+            [sys.executable, "-c", script, fake.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[1],
+        )
     finally:
         fake.close()
     assert run.returncode == 0, run.stderr

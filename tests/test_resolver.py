@@ -70,7 +70,8 @@ def test_oracle_round_trip(pair):
     ops = program.ops
     assert all(not (isinstance(a, Gen) and isinstance(b, Gen)) for a, b in zip(ops, ops[1:], strict=False))
     assert all(
-        not (isinstance(a, Copy) and isinstance(b, Copy) and a.end + 1 == b.start) for a, b in zip(ops, ops[1:], strict=False)
+        not (isinstance(a, Copy) and isinstance(b, Copy) and a.end + 1 == b.start)
+        for a, b in zip(ops, ops[1:], strict=False)
     )
 
 

@@ -195,22 +195,16 @@ def test_cursor_past_the_last_line_gives_the_document():
     assert scope(PYTHON, "python", 26) == Scope(0, 26, "document", None)
 
 
-@pytest.mark.parametrize(
-    "text, language", [(PYTHON, "python"), (JAVASCRIPT, "javascript"), (TSX, "typescriptreact")]
-)
+@pytest.mark.parametrize("text, language", [(PYTHON, "python"), (JAVASCRIPT, "javascript"), (TSX, "typescriptreact")])
 def test_crlf_gives_the_same_lines(text, language):
     crlf = text.replace("\n", "\r\n")
     count = len(split_lines(text))
-    assert [scope(crlf, language, i) for i in range(count)] == [
-        scope(text, language, i) for i in range(count)
-    ]
+    assert [scope(crlf, language, i) for i in range(count)] == [scope(text, language, i) for i in range(count)]
 
 
 def test_lone_cr_javascript_gives_the_same_lines():
     cr = JAVASCRIPT.replace("\n", "\r")
-    assert [scope(cr, "javascript", i) for i in range(24)] == [
-        scope(JAVASCRIPT, "javascript", i) for i in range(24)
-    ]
+    assert [scope(cr, "javascript", i) for i in range(24)] == [scope(JAVASCRIPT, "javascript", i) for i in range(24)]
 
 
 def test_multibyte_text_maps_to_the_right_lines():

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.model
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
 TINY = {"model": "smollm2-135m", "nThreads": 2, "nCtx": 4096}
 
-PYTHON = '''import math
+PYTHON = """import math
 
 
 def area(radius):
@@ -31,7 +31,7 @@ def area(radius):
 # copyedit: rename radius to r
 def circumference(radius):
     return 2 * math.pi * radius
-'''
+"""
 
 
 async def start(client: LanguageClient, capabilities: str, options: dict, root: Path | None = None) -> None:
@@ -120,7 +120,9 @@ async def test_code_actions_of_each_kind(tiny):
         "Edit with instruction...",
     ]
     commands = [nested_command(a) for a in actions]
-    assert all(c["command"] == "copyedit.edit" and c["title"] == a.title for a, c in zip(actions, commands, strict=False))
+    assert all(
+        c["command"] == "copyedit.edit" and c["title"] == a.title for a, c in zip(actions, commands, strict=False)
+    )
     fix, comment, _, _, free = (c["arguments"][0] for c in commands)
     assert fix["instruction"] == "Fix this problem: area uses the diameter (E42)" and fix["range"]["start"]["line"] == 4
     assert comment["commentLine"] == 7 and comment["instruction"] == "rename radius to r"
@@ -137,10 +139,14 @@ async def test_edit_applies_minimal_versioned_edits_equal_to_the_decoders_result
     open_document(qwen, uri, text, version=7)
     cursor = types.Position(line=5, character=8)
     result = await run_edit(
-        qwen, {"uri": uri, "range": {"start": vars_(cursor), "end": vars_(cursor)}, "instruction": "Fix the bug in mean."}
+        qwen,
+        {"uri": uri, "range": {"start": vars_(cursor), "end": vars_(cursor)}, "instruction": "Fix the bug in mean."},
     )
     assert result["applied"] is True
-    assert result["stats"]["splicedTokens"] >= 0 and result["stats"]["generatedTokens"] > 0 < result["stats"]["decodeSteps"]
+    assert (
+        result["stats"]["splicedTokens"] >= 0
+        and result["stats"]["generatedTokens"] > 0 < result["stats"]["decodeSteps"]
+    )
     if result["edits"] == 0:
         assert result["text"] == text and qwen.applied == []
         return
@@ -164,8 +170,10 @@ def vars_(position: types.Position) -> dict:
 
 def _progress_token(client: LanguageClient) -> str | None:
     for token, reports in client.progress_reports.items():
-        if str(token).startswith("copyedit-") and not str(token).startswith("copyedit-load") and any(
-            isinstance(r, types.WorkDoneProgressReport) for r in reports
+        if (
+            str(token).startswith("copyedit-")
+            and not str(token).startswith("copyedit-load")
+            and any(isinstance(r, types.WorkDoneProgressReport) for r in reports)
         ):
             return token
     return None
@@ -187,7 +195,9 @@ async def test_progress_reports_figures_and_cancel_applies_nothing(tiny):
     uri = "file:///tmp/long.py"
     open_document(tiny, uri, LONG)
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
-    task = asyncio.create_task(run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Rename x to value everywhere."}))
+    task = asyncio.create_task(
+        run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Rename x to value everywhere."})
+    )
     token = await _wait_for_progress(tiny)
     begin = tiny.progress_reports[token][0]
     assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable
@@ -225,7 +235,9 @@ async def test_a_stale_version_is_refused(tiny):
     uri = "file:///tmp/stale.py"
     open_document(tiny, uri, LONG)
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
-    task = asyncio.create_task(run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."}))
+    task = asyncio.create_task(
+        run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
+    )
     await _wait_for_progress(tiny)
     tiny.text_document_did_change(
         types.DidChangeTextDocumentParams(
@@ -250,13 +262,24 @@ async def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(tiny):
         ([{"uri": uri, "instruction": "x", "range": {"start": {"line": "a"}}}], "invalid arguments"),
         ([{"uri": uri}], "no instruction"),
         ([{"uri": "file:///tmp/unknown.py", "instruction": "x"}], "not an open document"),
-        ([{"uri": uri, "instruction": "x", "range": {"start": {"line": 90, "character": 0}, "end": {"line": 99, "character": 0}}}], "outside the document"),
+        (
+            [
+                {
+                    "uri": uri,
+                    "instruction": "x",
+                    "range": {"start": {"line": 90, "character": 0}, "end": {"line": 99, "character": 0}},
+                }
+            ],
+            "outside the document",
+        ),
         ([{"uri": uri, "instruction": "x", "surprise": 1}], "surprise"),
     ]
     for arguments, message in bad:
         with pytest.raises(Exception, match=message):
             await asyncio.wait_for(
-                tiny.workspace_execute_command_async(types.ExecuteCommandParams(command="copyedit.edit", arguments=arguments)),
+                tiny.workspace_execute_command_async(
+                    types.ExecuteCommandParams(command="copyedit.edit", arguments=arguments)
+                ),
                 60,
             )
     actions = await code_actions(tiny, uri, 4)
@@ -321,7 +344,9 @@ async def test_every_request_is_answered_while_the_model_loads(loading):
     uri = "file:///tmp/loading.py"
     open_document(loading, uri, PYTHON)
     requests = [
-        loading.workspace_execute_command_async(types.ExecuteCommandParams(command="copyedit.edit", arguments=[{"uri": uri}]))
+        loading.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="copyedit.edit", arguments=[{"uri": uri}])
+        )
         for _ in range(40)
     ]
     replies = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), 120)

@@ -27,19 +27,33 @@ from copyedit_lsp.train.sequence import answer_sequence
 # Hand-written edits that take every shape of program: a gen first and last, copies only,
 # an insertion, a deletion, a file without a final line break, a reserved string.
 EDITS = [
-    ("def f(x):\n    return x\n", "def f(x):\n    \"\"\"Identity.\"\"\"\n    return x\n", "Add a docstring."),
+    ("def f(x):\n    return x\n", 'def f(x):\n    """Identity."""\n    return x\n', "Add a docstring."),
     ("a = 1\nb = 2\nc = 3\n", "a = 1\nb = 20\nc = 3\n", "Make b 20."),
     ("import os\nimport sys\n\nprint(os.sep)\n", "import os\n\nprint(os.sep)\n", "Drop the unused import."),
     ("x = 1\ny = 2\n", "# header\nx = 1\ny = 2\n# footer\n", "Add a header and a footer comment."),
     ("s = '<gen>'\nt = 1", "s = '<gen>'\nt = 2", "Set t to 2."),
-    ("\n".join(f"v{i} = {i}" for i in range(1, 15)) + "\n",
-     "\n".join(f"v{i} = {i * (i != 11)}" for i in range(1, 15)) + "\n", "Zero v11."),
+    (
+        "\n".join(f"v{i} = {i}" for i in range(1, 15)) + "\n",
+        "\n".join(f"v{i} = {i * (i != 11)}" for i in range(1, 15)) + "\n",
+        "Zero v11.",
+    ),
 ]
 
 
 def small_recipe(seed=0):
-    return Recipe(seed=seed, counts=(("bug", 6), ("bugs", 2), ("docstring", 2), ("comments", 2), ("types", 2),
-                                     ("rename", 2), ("file-bug", 2)), javascript_share=0.0)
+    return Recipe(
+        seed=seed,
+        counts=(
+            ("bug", 6),
+            ("bugs", 2),
+            ("docstring", 2),
+            ("comments", 2),
+            ("types", 2),
+            ("rename", 2),
+            ("file-bug", 2),
+        ),
+        javascript_share=0.0,
+    )
 
 
 def stdlib_sample(count=120):
@@ -63,8 +77,10 @@ def test_data_builder_leaves_out_shared_data_text(tmp_path):
     """A source file that holds an evaluation item's code yields no edit with that code."""
     item = next(i for i in load_items("humanevalfix-python") if i.after.count("\n") >= 6)
     planted = tmp_path / "planted.py"
-    planted.write_text(item.after.strip() + "\n\n\ndef other(values):\n    total = 0\n    for value in values:\n"
-                       "        total += value * 2\n    return total\n")
+    planted.write_text(
+        item.after.strip() + "\n\n\ndef other(values):\n    total = 0\n    for value in values:\n"
+        "        total += value * 2\n    return total\n"
+    )
     forbidden = forbidden_texts()
     assert item.after.strip() in forbidden
     recipe = replace(small_recipe(), counts=(("bug", 4), ("rename", 4)))
@@ -91,9 +107,12 @@ def test_training_sequence_is_what_the_decoder_runs(default_model_path):
             sequence = answer_sequence(program, before, vocab.tokenize, vocab.piece)
             assert list(result.tokens) == sequence.tokens, instruction
             assert result.stats.chosen_tokens == sequence.targets, instruction
-            prompt = template.edit_prompt(before, instruction, mode="program", splice="prefill", language="",
-                                          examples="none")
-            assert vocab.tokenize(prompt, special=True) == decoder.prompt(before, instruction, EditOptions(examples="none"))
+            prompt = template.edit_prompt(
+                before, instruction, mode="program", splice="prefill", language="", examples="none"
+            )
+            assert vocab.tokenize(prompt, special=True) == decoder.prompt(
+                before, instruction, EditOptions(examples="none")
+            )
     finally:
         vocab.close()
         decoder.close()
@@ -111,16 +130,21 @@ def test_training_lowers_the_loss_and_the_adapter_moves_llama_logits_as_torch(ti
     template = ChatTemplate(vocab.metadata)
     rows = []
     for before, after, instruction in EDITS[:4]:
-        prompt = vocab.tokenize(template.edit_prompt(before, instruction, mode="program", splice="prefill",
-                                                     language="", examples="none"), special=True)
+        prompt = vocab.tokenize(
+            template.edit_prompt(before, instruction, mode="program", splice="prefill", language="", examples="none"),
+            special=True,
+        )
         answer = answer_sequence(oracle_program(before, after), before, vocab.tokenize, vocab.piece)
-        rows.append({"tokens": prompt + answer.tokens, "chosen": [False] * len(prompt) + answer.chosen,
-                     "split": "train"})
+        rows.append(
+            {"tokens": prompt + answer.tokens, "chosen": [False] * len(prompt) + answer.chosen, "split": "train"}
+        )
     vocab.close()
     rows.append(rows[0] | {"split": "val"})
     (tmp_path / "sequences.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     options = TrainOptions(learning_rate=2e-3, warmup_steps=1, epochs=6, accumulate=2, eval_every=4, dropout=0.0)
-    state = train(tiny_model_path, tmp_path / "sequences.jsonl", tmp_path, options, architecture="llama", progress=False)
+    state = train(
+        tiny_model_path, tmp_path / "sequences.jsonl", tmp_path, options, architecture="llama", progress=False
+    )
     losses = [loss for _, loss in state.train_loss]
     assert state.step == 12 and statistics.mean(losses[-3:]) < 0.7 * statistics.mean(losses[:3])
     assert state.val_loss[-1][1] < state.val_loss[0][1]

@@ -47,7 +47,11 @@ def run_tests(item: EditItem, text: str, *, timeout: float = 10.0) -> bool | Non
         path.write_text(program_under_test(item, text), encoding="utf-8")
         try:
             done = subprocess.run(
-                [*command, str(path)], cwd=folder, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                [*command, str(path)],
+                cwd=folder,
+                capture_output=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
                 preexec_fn=die_with_parent,
             )
         except subprocess.TimeoutExpired:

@@ -91,12 +91,30 @@ FIELDS = ("id", "before", "after", "instruction", "test", "context")
 
 # Field names of JSONL edit files by their layout (``--format``): EditItem field -> JSONL field.
 FORMATS: dict[str, dict[str, str]] = {
-    "plain": {"id": "id", "before": "before", "after": "after", "instruction": "instruction", "test": "test",
-              "context": "context"},
-    "canitedit": {"id": "id", "before": "before", "after": "after", "instruction": "instruction_descriptive",
-                  "test": "tests", "context": "context"},
-    "editeval": {"id": "id", "before": "input", "after": "output", "instruction": "instruction", "test": "test",
-                 "context": "context"},
+    "plain": {
+        "id": "id",
+        "before": "before",
+        "after": "after",
+        "instruction": "instruction",
+        "test": "test",
+        "context": "context",
+    },
+    "canitedit": {
+        "id": "id",
+        "before": "before",
+        "after": "after",
+        "instruction": "instruction_descriptive",
+        "test": "tests",
+        "context": "context",
+    },
+    "editeval": {
+        "id": "id",
+        "before": "input",
+        "after": "output",
+        "instruction": "instruction",
+        "test": "test",
+        "context": "context",
+    },
 }
 
 

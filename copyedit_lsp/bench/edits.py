@@ -112,7 +112,9 @@ def first_divergence(
     """Where ``other`` first parts from ``reference`` (answer tokens after ``prompt``): the position,
     the gap between the two tokens' logits there with ``reference`` replayed one token at a time (a
     near tie when small; None where one answer merely stops first), and those logits."""
-    at = next((i for i, (a, b) in enumerate(zip(reference, other, strict=False)) if a != b), min(len(reference), len(other)))
+    at = next(
+        (i for i, (a, b) in enumerate(zip(reference, other, strict=False)) if a != b), min(len(reference), len(other))
+    )
     if at >= min(len(reference), len(other)):
         return at, None, None
     logits, _ = decoder.backend.prefill(prompt)
@@ -121,7 +123,9 @@ def first_divergence(
     return at, float(abs(logits[reference[at]] - logits[other[at]])), logits
 
 
-def _mark_divergences(decoder: Editor | None, items: Sequence[EditItem], rows: list[dict], examples: str | None) -> None:
+def _mark_divergences(
+    decoder: Editor | None, items: Sequence[EditItem], rows: list[dict], examples: str | None
+) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
     by_key = {(r["id"], r["mode"]): r for r in rows}
     for item in items:
@@ -166,8 +170,13 @@ def edits_benchmark(
         if (remote if MODES[name].get("remote") else decoder) is None:
             raise ValueError(f"mode {name} needs {'a remote server' if MODES[name].get('remote') else 'a local model'}")
     selector = getattr(decoder, "selector", None)
-    result = {"modes": list(modes), "ordered": ordered, "examples": examples,
-              "adapter": selector.name if selector else None, "sets": {}}
+    result = {
+        "modes": list(modes),
+        "ordered": ordered,
+        "examples": examples,
+        "adapter": selector.name if selector else None,
+        "sets": {},
+    }
     total = sum(len(items) for items in sets.values()) * len(modes)
     with tqdm(total=total, desc="bench edits", unit=" edits", file=sys.stderr, disable=not progress) as bar:
         for set_name, items in sets.items():
@@ -232,13 +241,17 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
             entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
             entry["constraint_share_median"] = statistics.median(r["constraint_share"] for r in values)
         if sum(r["drafted_tokens"] for r in values):
-            entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(r["drafted_tokens"] for r in values)
+            entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(
+                r["drafted_tokens"] for r in values
+            )
         if local := by_mode.get(REMOTE_REFERENCES.get(name), {}):
             entry |= _against_local(name, mode_rows, local)
         reference = by_mode.get(REFERENCES.get(name), {})
         if reference:
             entry["reference"] = REFERENCES[name]
-            entry["same_tokens"] = sum(r["tokens"] == reference[i]["tokens"] for i, r in mode_rows.items() if i in reference)
+            entry["same_tokens"] = sum(
+                r["tokens"] == reference[i]["tokens"] for i, r in mode_rows.items() if i in reference
+            )
             gaps = [r["divergence"]["gap"] for r in values if r.get("divergence")]
             entry["divergence_gaps"] = sorted(gap for gap in gaps if gap is not None)
             entry["divergent_lengths"] = sum(gap is None for gap in gaps)  # one answer stops where the other goes on
@@ -270,9 +283,7 @@ def bound_table(result: dict, kernel: dict) -> dict[str, dict]:
         forced = [r for r in data["rows"] if r["mode"] == "forced"]
         if not forced:
             continue
-        bounds = [
-            r["output_tokens"] / (r["chosen_tokens"] + sum(n / s(n) for n in r["splice_spans"])) for r in forced
-        ]
+        bounds = [r["output_tokens"] / (r["chosen_tokens"] + sum(n / s(n) for n in r["splice_spans"])) for r in forced]
         free = [r["output_tokens"] / max(r["chosen_tokens"], 1) for r in forced]
         table[set_name] = {
             "items": len(forced),
@@ -283,6 +294,31 @@ def bound_table(result: dict, kernel: dict) -> dict[str, dict]:
             / max(sum(r["output_tokens"] for r in forced), 1),
         }
     return table
+
+
+def _notes(summary: dict[str, dict]) -> list[str]:
+    """The lines under a set's table: remote against local, token identity, drafts accepted."""
+    out: list[str] = []
+    for name, e in summary.items():
+        if "same_text" in e:
+            program = f"the same program on {e['same_program']}/{e['items']} items, " if "same_program" in e else ""
+            out.append(
+                f"\n{name} against {e['reference']}: {program}the same text on {e['same_text']}/{e['items']}, "
+                f"{e['requests_per_edit']:.1f} requests per edit, latency {e['latency_ratio_median']:.2f}x (median)."
+            )
+        if "same_tokens" in e:
+            gaps = e.get("divergence_gaps", [])
+            parted = (
+                f"; where they part, the two tokens' one-step logits are at most {max(gaps):.2f} apart" if gaps else ""
+            )
+            out.append(
+                f"\n{name} wrote the same tokens as {e['reference']} on {e['same_tokens']}/{e['items']} items{parted}."
+            )
+    if drafting := {name: e["accepted_share"] for name, e in summary.items() if "accepted_share" in e}:
+        out.append(
+            "\nDrafted tokens accepted: " + ", ".join(f"{name} {share:.0%}" for name, share in drafting.items()) + "."
+        )
+    return out
 
 
 def format_tables(result: dict) -> str:
@@ -307,19 +343,7 @@ def format_tables(result: dict) -> str:
                 f"| {name} | {e['exact']}/{e['items']} | {tests} | {parse} | {e['median_seconds']:.2f} s | {ratio(e)} "
                 f"| {e['decode_steps']} | {e['output_tokens']} | {e['spliced_tokens']} |"
             )
-        for name, e in data["summary"].items():
-            if "same_text" in e:
-                program = f"the same program on {e['same_program']}/{e['items']} items, " if "same_program" in e else ""
-                out.append(
-                    f"\n{name} against {e['reference']}: {program}the same text on {e['same_text']}/{e['items']}, "
-                    f"{e['requests_per_edit']:.1f} requests per edit, latency {e['latency_ratio_median']:.2f}x (median)."
-                )
-            if "same_tokens" in e:
-                gaps = e.get("divergence_gaps", [])
-                parted = f"; where they part, the two tokens' one-step logits are at most {max(gaps):.2f} apart" if gaps else ""
-                out.append(f"\n{name} wrote the same tokens as {e['reference']} on {e['same_tokens']}/{e['items']} items{parted}.")
-        if drafting := {name: e["accepted_share"] for name, e in data["summary"].items() if "accepted_share" in e}:
-            out.append("\nDrafted tokens accepted: " + ", ".join(f"{name} {share:.0%}" for name, share in drafting.items()) + ".")
+        out += _notes(data["summary"])
         out.append("")
     if bounds := result.get("bounds"):
         out += [

@@ -158,11 +158,25 @@ def formats_benchmark(sets: dict[str, list[EditItem]], tokenize: Callable[[str],
 
 def format_table(result: dict) -> str:
     rows = [
-        [set_name, name, f"{f['mean_tokens']:.1f}", f"{f['vs_rewrite']:.0%}", f"{f['vs_program']:.0%}",
-         f"{f['round_trip']}/{f['items']} ({f['round_trip'] / max(f['items'], 1):.1%})",
-         f["ambiguous_items"] if name == "search/replace" else "-"]
+        [
+            set_name,
+            name,
+            f"{f['mean_tokens']:.1f}",
+            f"{f['vs_rewrite']:.0%}",
+            f"{f['vs_program']:.0%}",
+            f"{f['round_trip']}/{f['items']} ({f['round_trip'] / max(f['items'], 1):.1%})",
+            f["ambiguous_items"] if name == "search/replace" else "-",
+        ]
         for set_name, formats in result["sets"].items()
         for name, f in formats.items()
     ]
-    headers = ["set", "format", "mean tokens", "tokens vs rewrite", "tokens vs program", "round trip", "ambiguous anchors"]
+    headers = [
+        "set",
+        "format",
+        "mean tokens",
+        "tokens vs rewrite",
+        "tokens vs program",
+        "round trip",
+        "ambiguous anchors",
+    ]
     return markdown_table(headers, rows, right=range(2, 7))

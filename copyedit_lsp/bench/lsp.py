@@ -102,6 +102,3 @@ def format_table(result: dict) -> str:
             f"| server peak memory (VmHWM) | {result['server_peak_rss_mb']:.0f} MB | | <= 1229 MB |",
         ]
     )
-
-
-

@@ -20,4 +20,6 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, 
     """A Markdown table; the columns at the indexes in ``right`` are right-aligned (numbers)."""
     rule = ["---:" if i in right else "---" for i in range(len(headers))]
     lines = [headers, rule, *([str(cell) for cell in row] for row in rows)]
-    return "\n".join("| " + " | ".join(line) + " |" if line is not rule else "|" + "|".join(rule) + "|" for line in lines)
+    return "\n".join(
+        "| " + " | ".join(line) + " |" if line is not rule else "|" + "|".join(rule) + "|" for line in lines
+    )

@@ -31,16 +31,83 @@ from ..scope import parse, syntax_errors
 
 PY_KEYWORDS = set(keyword.kwlist) | {"self", "cls", "print", "len", "range", "str", "int", "list", "dict", "set"}
 JS_KEYWORDS = {
-    "var", "let", "const", "function", "return", "if", "else", "for", "while", "do", "new", "this", "typeof",
-    "null", "undefined", "true", "false", "in", "of", "instanceof", "break", "continue", "switch", "case",
-    "default", "throw", "try", "catch", "finally", "class", "extends", "super", "delete", "void", "yield",
-    "async", "await", "static", "get", "set", "arguments", "exports", "module", "require", "console",
+    "var",
+    "let",
+    "const",
+    "function",
+    "return",
+    "if",
+    "else",
+    "for",
+    "while",
+    "do",
+    "new",
+    "this",
+    "typeof",
+    "null",
+    "undefined",
+    "true",
+    "false",
+    "in",
+    "of",
+    "instanceof",
+    "break",
+    "continue",
+    "switch",
+    "case",
+    "default",
+    "throw",
+    "try",
+    "catch",
+    "finally",
+    "class",
+    "extends",
+    "super",
+    "delete",
+    "void",
+    "yield",
+    "async",
+    "await",
+    "static",
+    "get",
+    "set",
+    "arguments",
+    "exports",
+    "module",
+    "require",
+    "console",
 }
-NEW_NAMES = ("result", "total", "item", "value", "index", "items", "data", "entry", "node", "size", "current",
-             "buffer", "record", "names", "count", "source", "target", "parts", "output", "options")
+NEW_NAMES = (
+    "result",
+    "total",
+    "item",
+    "value",
+    "index",
+    "items",
+    "data",
+    "entry",
+    "node",
+    "size",
+    "current",
+    "buffer",
+    "record",
+    "names",
+    "count",
+    "source",
+    "target",
+    "parts",
+    "output",
+    "options",
+)
 
-BUG_PHRASES = ("Fix bugs in {name}.", "Fix the bug in {name}.", "{name} has a bug: fix it.",
-               "Find and fix the bug in {name}.", "Correct the error in {name}.", "Fix {name}.")
+BUG_PHRASES = (
+    "Fix bugs in {name}.",
+    "Fix the bug in {name}.",
+    "{name} has a bug: fix it.",
+    "Find and fix the bug in {name}.",
+    "Correct the error in {name}.",
+    "Fix {name}.",
+)
 PHRASES = {
     "docstring": ("Add a docstring to {name}.", "Document {name} with a docstring.", "Write a docstring for {name}."),
     "jsdoc": ("Add a JSDoc comment to {name}.", "Document {name} with a JSDoc comment."),
@@ -82,7 +149,12 @@ class Recipe:
 
     seed: int = 0
     counts: tuple[tuple[str, int], ...] = (
-        ("bug", 560), ("bugs", 110), ("file-bug", 60), ("docstring", 70), ("comments", 60), ("types", 60),
+        ("bug", 560),
+        ("bugs", 110),
+        ("file-bug", 60),
+        ("docstring", 70),
+        ("comments", 60),
+        ("types", 60),
         ("rename", 80),
     )
     javascript_share: float = 0.35  # of every kind a JavaScript region can take
@@ -169,8 +241,12 @@ def top_level_run(text: str, language: str, origin: str, rng: random.Random, max
     if len(run) < 3:
         return []
     return [
-        Region("".join(lines[n.start_point[0] : n.end_point[0] + 1]), n.child_by_field_name("name").text.decode(),
-               language, f"{origin}:{n.start_point[0] + 1}")
+        Region(
+            "".join(lines[n.start_point[0] : n.end_point[0] + 1]),
+            n.child_by_field_name("name").text.decode(),
+            language,
+            f"{origin}:{n.start_point[0] + 1}",
+        )
         for n in run
     ]
 
@@ -267,15 +343,26 @@ def _wrong_return(line: str, language: str, rng: random.Random, names: set[str])
 
 
 OPERATORS = (
-    (" + ", " - "), (" < ", " <= "), (" > ", " >= "), (" * ", " + "), (" += ", " -= "), (" < ", " > "),
+    (" + ", " - "),
+    (" < ", " <= "),
+    (" > ", " >= "),
+    (" * ", " + "),
+    (" += ", " -= "),
+    (" < ", " > "),
 )
-PY_OPERATORS = OPERATORS + ((" == ", " != "), (" and ", " or "), ("True", "False"), (" is ", " is not "),
-                            (" in ", " not in "))
+PY_OPERATORS = OPERATORS + (
+    (" == ", " != "),
+    (" and ", " or "),
+    ("True", "False"),
+    (" is ", " is not "),
+    (" in ", " not in "),
+)
 JS_OPERATORS = OPERATORS + ((" === ", " !== "), (" == ", " != "), (" && ", " || "), ("true", "false"))
 
 MUTATIONS: dict[str, Mutation] = {
     "operator": lambda line, language, rng, names: _swap(PY_OPERATORS if language == "python" else JS_OPERATORS)(
-        line, language, rng, names),
+        line, language, rng, names
+    ),
     "constant": _constant,
     "off-by-one": _off_by_one,
     "variable": _variable,
@@ -299,7 +386,11 @@ def _strip_strings(text: str) -> str:
 def _body_lines(text: str) -> list[int]:
     """Indices of lines a bug may go in: code lines after the definition's first line."""
     lines = text.splitlines(True)
-    return [i for i in range(1, len(lines)) if lines[i].strip() and not lines[i].lstrip().startswith(("#", "//", "*", "/*", '"', "'"))]
+    return [
+        i
+        for i in range(1, len(lines))
+        if lines[i].strip() and not lines[i].lstrip().startswith(("#", "//", "*", "/*", '"', "'"))
+    ]
 
 
 def inject_bug(text: str, language: str, rng: random.Random, avoid: set[int] = frozenset()) -> tuple[str, int] | None:
@@ -315,7 +406,9 @@ def inject_bug(text: str, language: str, rng: random.Random, avoid: set[int] = f
         kind = rng.choice(kinds)
         if kind == "delete":
             line = lines[at].strip()
-            if line.endswith((":", "{", "}", "(", ",", "[")) or line.startswith(("def ", "class ", "function ", "}", ")")):
+            if line.endswith((":", "{", "}", "(", ",", "[")) or line.startswith(
+                ("def ", "class ", "function ", "}", ")")
+            ):
                 continue
             mutated = lines[:at] + lines[at + 1 :]
         else:
@@ -344,8 +437,11 @@ def strip_docstring(region: Region) -> str | None:
     quote = stripped[:3]
     if quote not in ('"""', "'''"):
         return None
-    end = first if stripped.count(quote) >= 2 and len(stripped) > 3 else next(
-        (i for i in range(first + 1, len(lines)) if quote in lines[i]), None)
+    end = (
+        first
+        if stripped.count(quote) >= 2 and len(stripped) > 3
+        else next((i for i in range(first + 1, len(lines)) if quote in lines[i]), None)
+    )
     if end is None or end + 1 >= len(lines) or not "".join(lines[end + 1 :]).strip():
         return None
     return "".join(lines[:first] + lines[end + 1 :])
@@ -435,7 +531,9 @@ def make_example(kind: str, region: Region, rng: random.Random) -> Example | Non
         second = first and inject_bug(first[0], language, rng, avoid={first[1]})
         if second:
             before, after = second[0], region.text
-            instruction = _phrase(rng, ("Fix bugs in {name}.", "Fix the bugs in {name}.", "{name} has bugs: fix them."), name=name)
+            instruction = _phrase(
+                rng, ("Fix bugs in {name}.", "Fix the bugs in {name}.", "{name} has bugs: fix them."), name=name
+            )
     elif kind == "docstring":
         before, after = strip_docstring(region), region.text
         instruction = _phrase(rng, PHRASES["docstring"], name=name)
@@ -477,7 +575,9 @@ def _read(path: Path) -> str | None:
     return text if len(text) < 400_000 else None
 
 
-def collect_regions(files: Iterable[Path], language: str, recipe: Recipe, per_file: int = 4) -> Iterator[tuple[Path, str, list[Region]]]:
+def collect_regions(
+    files: Iterable[Path], language: str, recipe: Recipe, per_file: int = 4
+) -> Iterator[tuple[Path, str, list[Region]]]:
     """Each readable file's text and up to ``per_file`` regions, drawn by the recipe's seed."""
     for path in files:
         text = _read(path)
@@ -494,12 +594,15 @@ def sources(node_modules: Path) -> dict[str, list[Path]]:
     return {"python": python_files(), "javascript": javascript_files(node_modules)}
 
 
-def build(recipe: Recipe, files: dict[str, list[Path]], forbidden: list[str],
-          progress: Callable[[int], None] | None = None) -> list[Example]:
+def build(
+    recipe: Recipe, files: dict[str, list[Path]], forbidden: list[str], progress: Callable[[int], None] | None = None
+) -> list[Example]:
     """Every synthetic edit of the recipe from ``files`` (by language), in a deterministic order,
     none holding a ``forbidden`` text."""
-    pools = {language: list(collect_regions(files.get(language, []), language, recipe))
-             for language in ("python", "javascript")}
+    pools = {
+        language: list(collect_regions(files.get(language, []), language, recipe))
+        for language in ("python", "javascript")
+    }
     examples: list[Example] = []
     for kind, count in recipe.counts:
         shares = {"javascript": round(count * recipe.javascript_share), "python": 0}
@@ -561,4 +664,3 @@ def check_no_leak(examples: list[Example], forbidden: list[str]) -> None:
 
 def node_modules_default() -> Path:
     return Path(__file__).resolve().parents[2] / "editors" / "vscode" / "node_modules"
-

@@ -17,11 +17,21 @@ from ..scope import syntax_errors
 from .data import Example, Region
 
 INSTRUCTIONS = {
-    "python": ("Add type hints to {name}.", "Add input validation to {name}.", "Add error handling to {name}.",
-               "Add logging to {name}.", "Add a docstring to {name}.", "Simplify {name}."),
-    "javascript": ("Add input validation to {name}.", "Add error handling to {name}.",
-                   "Add a JSDoc comment to {name}.", "Use const where a variable is never reassigned in {name}.",
-                   "Simplify {name}."),
+    "python": (
+        "Add type hints to {name}.",
+        "Add input validation to {name}.",
+        "Add error handling to {name}.",
+        "Add logging to {name}.",
+        "Add a docstring to {name}.",
+        "Simplify {name}.",
+    ),
+    "javascript": (
+        "Add input validation to {name}.",
+        "Add error handling to {name}.",
+        "Add a JSDoc comment to {name}.",
+        "Use const where a variable is never reassigned in {name}.",
+        "Simplify {name}.",
+    ),
 }
 MIN_COPIED = 0.3  # of the before-text's lines: a rewrite that keeps less is a rewrite, not an edit
 
@@ -34,7 +44,9 @@ def kept(before: str, after: str, language: str) -> bool:
     return copied >= MIN_COPIED * before.count("\n") and after.count("\n") <= 2 * before.count("\n") + 10
 
 
-def distill(decoder, regions: list[Region], count: int, seed: int, progress: Callable[[int], None] | None = None) -> list[Example]:
+def distill(
+    decoder, regions: list[Region], count: int, seed: int, progress: Callable[[int], None] | None = None
+) -> list[Example]:
     """Up to ``count`` distilled edits, trying ``regions`` in a seeded order (about 2 tries per kept edit)."""
     rng = random.Random(seed)
     order = list(regions)

@@ -20,8 +20,13 @@ from typing import Any
 
 # Hugging Face module names -> llama.cpp tensor names, for every linear projection of a layer.
 PROJECTIONS = {
-    "q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
-    "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down",
+    "q_proj": "attn_q",
+    "k_proj": "attn_k",
+    "v_proj": "attn_v",
+    "o_proj": "attn_output",
+    "gate_proj": "ffn_gate",
+    "up_proj": "ffn_up",
+    "down_proj": "ffn_down",
 }
 # llama-architecture GGUFs store Q and K rows permuted for RoPE: adapters on them would need the
 # same permutation, so they are left out there.
@@ -89,9 +94,15 @@ def with_lora(model, architecture: str, options: TrainOptions):
 
     layers = model.config.num_hidden_layers
     top = layers if options.top_layers is None else min(options.top_layers, layers)
-    config = LoraConfig(r=options.rank, lora_alpha=options.alpha, lora_dropout=options.dropout,
-                        target_modules=targets(architecture), layers_to_transform=list(range(layers - top, layers)),
-                        bias="none", task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=options.rank,
+        lora_alpha=options.alpha,
+        lora_dropout=options.dropout,
+        target_modules=targets(architecture),
+        layers_to_transform=list(range(layers - top, layers)),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, config)
 
 
@@ -151,8 +162,15 @@ def _save(checkpoint: Path, model, optimizer, scheduler, state: TrainState) -> N
     import torch
 
     lora = {k: v for k, v in model.state_dict().items() if "lora_" in k}
-    torch.save({"lora": lora, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "state": asdict(state)}, checkpoint.with_suffix(".tmp"))
+    torch.save(
+        {
+            "lora": lora,
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "state": asdict(state),
+        },
+        checkpoint.with_suffix(".tmp"),
+    )
     checkpoint.with_suffix(".tmp").replace(checkpoint)
 
 
@@ -169,7 +187,25 @@ def _resume(checkpoint: Path, model, optimizer, scheduler) -> TrainState:
     return TrainState(**saved["state"])
 
 
-def train(gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, architecture: str, progress: bool = True) -> TrainState:
+def _step(model, optimizer, scheduler, trainable: list, batch: list[dict], bf16: bool) -> list[float]:
+    """One optimizer step over ``batch`` (gradients averaged, clipped to norm 1); each sequence's loss."""
+    import torch
+
+    optimizer.zero_grad()
+    losses = []
+    for row in batch:
+        loss, _ = sequence_loss(model, row, bf16)
+        (loss / len(batch)).backward()
+        losses.append(loss.item())
+    torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+    optimizer.step()
+    scheduler.step()
+    return losses
+
+
+def train(
+    gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, architecture: str, progress: bool = True
+) -> TrainState:
     """Train a LoRA on ``sequences`` (a JSONL of ``tokens``/``chosen``/``split``), checkpointing in
     ``out``; resumes where a previous run stopped.  Returns the final state."""
     import torch
@@ -194,15 +230,7 @@ def train(gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, arch
     while state.step < total_steps:
         started = time.perf_counter()
         batch = [train_rows[i] for i in schedule[state.seen : state.seen + options.accumulate]]
-        optimizer.zero_grad()
-        losses = []
-        for row in batch:
-            loss, _ = sequence_loss(model, row, options.bf16)
-            (loss / len(batch)).backward()
-            losses.append(loss.item())
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        scheduler.step()
+        losses = _step(model, optimizer, scheduler, trainable, batch, options.bf16)
         state.step, state.seen = state.step + 1, state.seen + len(batch)
         state.tokens += sum(len(row["tokens"]) for row in batch)
         state.seconds += time.perf_counter() - started

@@ -77,9 +77,12 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
         from ..decoder import Decoder
         from .distill import distill
 
-        regions = [r for language, paths in files.items()
-                   for _, _, found in collect_regions(paths, language, replace(plan.recipe, max_lines=30), per_file=1)
-                   for r in found]
+        regions = [
+            r
+            for language, paths in files.items()
+            for _, _, found in collect_regions(paths, language, replace(plan.recipe, max_lines=30), per_file=1)
+            for r in found
+        ]
         used = {e.origin for e in examples}
         regions = [r for r in regions if r.origin not in used]
         decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, adapter="none")  # the base model
@@ -107,13 +110,29 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
         rows = []
         for example in examples:
             prompt = vocab.tokenize(
-                template.edit_prompt(example.before, example.instruction, mode="program", splice="prefill",
-                                     language=example.language, examples=plan.examples), special=True)
-            answer = answer_sequence(oracle_program(example.before, example.after), example.before, vocab.tokenize, vocab.piece)
+                template.edit_prompt(
+                    example.before,
+                    example.instruction,
+                    mode="program",
+                    splice="prefill",
+                    language=example.language,
+                    examples=plan.examples,
+                ),
+                special=True,
+            )
+            answer = answer_sequence(
+                oracle_program(example.before, example.after), example.before, vocab.tokenize, vocab.piece
+            )
             digest = int(hashlib.sha256((example.before + example.instruction).encode()).hexdigest(), 16)
-            rows.append({"kind": example.kind, "language": example.language,
-                         "split": "val" if digest % VAL_EVERY == 0 else "train",
-                         "tokens": prompt + answer.tokens, "chosen": [False] * len(prompt) + answer.chosen})
+            rows.append(
+                {
+                    "kind": example.kind,
+                    "language": example.language,
+                    "split": "val" if digest % VAL_EVERY == 0 else "train",
+                    "tokens": prompt + answer.tokens,
+                    "chosen": [False] * len(prompt) + answer.chosen,
+                }
+            )
     finally:
         vocab.close()
     _write_jsonl(path, rows)
@@ -129,14 +148,19 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
         "recipe": asdict(plan.recipe) | {"distill": plan.distill},
         "options": asdict(plan.options),
         "examples": dict(collections.Counter(f"{e.kind}/{e.language}" for e in examples)),
-        "sequences": {"train": sum(r["split"] == "train" for r in kept), "val": sum(r["split"] == "val" for r in kept),
-                      "left out (too long)": len(rows) - len(kept)},
+        "sequences": {
+            "train": sum(r["split"] == "train" for r in kept),
+            "val": sum(r["split"] == "val" for r in kept),
+            "left out (too long)": len(rows) - len(kept),
+        },
         "steps": state.step,
         "trained_sequences": state.seen,
         "trained_tokens": state.tokens,
         "train_seconds": round(state.seconds, 1),
         "tokens_per_second": round(state.tokens / max(state.seconds, 1e-9), 1),
-        "final_train_loss": round(sum(loss for _, loss in state.train_loss[-10:]) / max(len(state.train_loss[-10:]), 1), 4),
+        "final_train_loss": round(
+            sum(loss for _, loss in state.train_loss[-10:]) / max(len(state.train_loss[-10:]), 1), 4
+        ),
         "val_loss": [(step, round(loss, 4)) for step, loss in state.val_loss],
         "adapter": adapter.name,
         "sha256": hashlib.sha256(adapter.read_bytes()).hexdigest(),
@@ -180,7 +204,8 @@ def model_card(facts: dict, command: str) -> str:
         "|---:|---:|---:|---:|---:|---:|---|",
         f"| {facts['steps']} | {facts['trained_sequences']} | {facts['trained_tokens']:,} | {facts['train_seconds']:,.0f} | "
         f"{facts['tokens_per_second']} | {facts['final_train_loss']} | "
-        + (", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-") + " |",
+        + (", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-")
+        + " |",
         "",
         "![loss curve](" + facts["adapter"].removesuffix(".gguf") + "-loss.png)",
         "",
@@ -202,8 +227,12 @@ def run(plan: TrainPlan, progress: bool = True) -> dict:
     vocab = Vocabulary(model_path)
     architecture = vocab.metadata.get("general.architecture", "qwen2")
     vocab.close()
-    state = train(model_path, plan.out / "sequences.jsonl", plan.out, plan.options, architecture=architecture, progress=progress)
+    state = train(
+        model_path, plan.out / "sequences.jsonl", plan.out, plan.options, architecture=architecture, progress=progress
+    )
     plot_loss(state, plan.out / "loss.png", f"span selector LoRA on {plan.model}")
-    facts = card(plan, examples, rows, state, plan.out / "adapter.gguf") | {"wall_seconds": round(time.perf_counter() - started, 1)}
+    facts = card(plan, examples, rows, state, plan.out / "adapter.gguf") | {
+        "wall_seconds": round(time.perf_counter() - started, 1)
+    }
     (plan.out / "card.json").write_text(json.dumps(facts, indent=1))
     return facts

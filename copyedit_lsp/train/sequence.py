@@ -74,7 +74,9 @@ def _walk(sequence: TrainingSequence, kinds: dict[str, list[int]], kind: str) ->
         alive = {k: t for k, t in alive.items() if depth < len(t) and t[depth] == token}
 
 
-def _number(sequence: TrainingSequence, pieces: ProgramTokens, value: int, lo: int, hi: int, terminator: list[int]) -> None:
+def _number(
+    sequence: TrainingSequence, pieces: ProgramTokens, value: int, lo: int, hi: int, terminator: list[int]
+) -> None:
     """A line number's digits under the digit mask, then its terminator."""
     prefix = ""
     for char in (*str(value), ""):
@@ -86,7 +88,9 @@ def _number(sequence: TrainingSequence, pieces: ProgramTokens, value: int, lo: i
     sequence.add(terminator[1:], chosen=False)
 
 
-def _gen_body(sequence: TrainingSequence, pieces: ProgramTokens, tokens: list[int], piece: Callable[[int], bytes]) -> None:
+def _gen_body(
+    sequence: TrainingSequence, pieces: ProgramTokens, tokens: list[int], piece: Callable[[int], bytes]
+) -> None:
     """A gen body and its ``</gen>`` as the model writes them; the decoder forces the line break after."""
     body = b""
     for index, token in enumerate(tokens):
