@@ -40,7 +40,7 @@ from ..prompt import SourceView
 from ..resolver import oracle_program
 from .checks import run_tests
 from .datasets import EditItem
-from .output import write_json
+from .output import markdown_table, write_json
 
 # The decoder's speedups one at a time off (and all off), as mode suffixes: ``program-no-tags``.
 ABLATIONS: dict[str, Speedups] = {
@@ -329,33 +329,55 @@ def format_tables(result: dict) -> str:
 
     out = []
     for set_name, data in result["sets"].items():
-        out += [
-            f"**{set_name}**",
-            "",
-            "| mode | exact | tests passed | parse rate | median latency | speedup over rewrite (median) "
-            "| decode steps | output tokens | spliced tokens |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        rows = [
+            [
+                name,
+                f"{e['exact']}/{e['items']}",
+                f"{e['passed']}/{e['tested']}" if e["tested"] else "-",
+                f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-",
+                f"{e['median_seconds']:.2f} s",
+                ratio(e),
+                e["decode_steps"],
+                e["output_tokens"],
+                e["spliced_tokens"],
+            ]
+            for name, e in data["summary"].items()
         ]
-        for name, e in data["summary"].items():
-            parse = f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-"
-            tests = f"{e['passed']}/{e['tested']}" if e["tested"] else "-"
-            out.append(
-                f"| {name} | {e['exact']}/{e['items']} | {tests} | {parse} | {e['median_seconds']:.2f} s | {ratio(e)} "
-                f"| {e['decode_steps']} | {e['output_tokens']} | {e['spliced_tokens']} |"
-            )
+        headers = [
+            "mode",
+            "exact",
+            "tests passed",
+            "parse rate",
+            "median latency",
+            "speedup over rewrite (median)",
+            "decode steps",
+            "output tokens",
+            "spliced tokens",
+        ]
+        out += [f"**{set_name}**", "", markdown_table(headers, rows, right=range(1, 9))]
         out += _notes(data["summary"])
         out.append("")
     if bounds := result.get("bounds"):
-        out += [
-            "| set | items | copied share of output | bound (kernel s(N)) | bound if copies were free | measured forced |",
-            "|---|---:|---:|---:|---:|---:|",
-            *(
-                f"| {name} | {b['items']} | {b['copied_share']:.0%} | {b['bound_median']:.2f}x "
-                f"| {b['free_copy_bound_median']:.2f}x | "
-                + (f"{b['measured_median']:.2f}x |" if b["measured_median"] else "- |")
-                for name, b in bounds.items()
-            ),
+        headers = [
+            "set",
+            "items",
+            "copied share of output",
+            "bound (kernel s(N))",
+            "bound if copies were free",
+            "measured forced",
         ]
+        rows = [
+            [
+                name,
+                b["items"],
+                f"{b['copied_share']:.0%}",
+                f"{b['bound_median']:.2f}x",
+                f"{b['free_copy_bound_median']:.2f}x",
+                f"{b['measured_median']:.2f}x" if b["measured_median"] else "-",
+            ]
+            for name, b in bounds.items()
+        ]
+        out.append(markdown_table(headers, rows, right=range(1, 6)))
     return "\n".join(out)
 
 

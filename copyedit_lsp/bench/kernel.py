@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .datasets import load_items
-from .output import write_json
+from .output import markdown_table, write_json
 
 SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 CEILING_BASIS = "peak batched tok/s over the spans / median one-at-a-time tok/s"
@@ -133,17 +133,37 @@ def format_table(result: dict) -> str:
         f"{result['model']}, {result['n_threads']} threads, prefix {result['prefix_tokens']} tokens, "
         f"median of {result['trials']} trials",
         "",
-        "| span | decode s | splice s | speedup | decode tok/s | splice tok/s | spread decode/splice "
-        "| unmerged / splice | verify s | verify speedup |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        markdown_table(
+            [
+                "span",
+                "decode s",
+                "splice s",
+                "speedup",
+                "decode tok/s",
+                "splice tok/s",
+                "spread decode/splice",
+                "unmerged / splice",
+                "verify s",
+                "verify speedup",
+            ],
+            (
+                [
+                    row["span"],
+                    f"{row['decode_s']:.4f}",
+                    f"{row['splice_s']:.4f}",
+                    f"{row['speedup']:.2f}",
+                    f"{row['decode_tok_s']:.1f}",
+                    f"{row['splice_tok_s']:.1f}",
+                    f"{row['decode_spread']:.2f} / {row['splice_spread']:.2f}",
+                    f"{row['merge_saving']:.2f}",
+                    f"{row['verify_s']:.4f}",
+                    f"{row['verify_speedup']:.2f}",
+                ]
+                for row in result["rows"]
+            ),
+            right=range(10),
+        ),
     ]
-    for row in result["rows"]:
-        lines.append(
-            f"| {row['span']} | {row['decode_s']:.4f} | {row['splice_s']:.4f} | {row['speedup']:.2f} "
-            f"| {row['decode_tok_s']:.1f} | {row['splice_tok_s']:.1f} "
-            f"| {row['decode_spread']:.2f} / {row['splice_spread']:.2f} "
-            f"| {row['merge_saving']:.2f} | {row['verify_s']:.4f} | {row['verify_speedup']:.2f} |"
-        )
     largest = result["rows"][-1]["span"]
     lines += [
         "",

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ..bench.output import markdown_table
 from ..prompt import ChatTemplate
 from ..resolver import oracle_program
 from .data import (
@@ -185,9 +186,7 @@ def model_card(facts: dict, command: str) -> str:
         "",
         "## Data",
         "",
-        "| kind / language | edits |",
-        "|---|---:|",
-        *(f"| {kind} | {count} |" for kind, count in sorted(facts["examples"].items())),
+        markdown_table(["kind / language", "edits"], sorted(facts["examples"].items()), right=(1,)),
         "",
         f"Sequences: {facts['sequences']['train']} for training, {facts['sequences']['val']} held out, "
         f"{facts['sequences']['left out (too long)']} left out (over {options['max_tokens']} tokens). "
@@ -200,12 +199,29 @@ def model_card(facts: dict, command: str) -> str:
         f"a step, {options['epochs']:g} epoch, float32 on {options['threads']} threads. The loss covers only the tokens "
         "the model chooses at inference (ops, digits, gen bodies, `</program>`).",
         "",
-        "| steps | sequences | tokens | seconds | tokens/s | final training loss (mean of 10 steps) | validation loss |",
-        "|---:|---:|---:|---:|---:|---:|---|",
-        f"| {facts['steps']} | {facts['trained_sequences']} | {facts['trained_tokens']:,} | {facts['train_seconds']:,.0f} | "
-        f"{facts['tokens_per_second']} | {facts['final_train_loss']} | "
-        + (", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-")
-        + " |",
+        markdown_table(
+            [
+                "steps",
+                "sequences",
+                "tokens",
+                "seconds",
+                "tokens/s",
+                "final training loss (mean of 10 steps)",
+                "validation loss",
+            ],
+            [
+                [
+                    facts["steps"],
+                    facts["trained_sequences"],
+                    f"{facts['trained_tokens']:,}",
+                    f"{facts['train_seconds']:,.0f}",
+                    facts["tokens_per_second"],
+                    facts["final_train_loss"],
+                    ", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-",
+                ]
+            ],
+            right=range(6),
+        ),
         "",
         "![loss curve](" + facts["adapter"].removesuffix(".gguf") + "-loss.png)",
         "",
