@@ -212,7 +212,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from .edit import EditOptions
+    from .edit import CUTS, EditOptions
     from .languages import language_of_path
     from .resolver import split_lines
 
@@ -240,6 +240,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
         progress(result.stats)
     edited = head + result.text + tail
     _print_edit(path.name, text, edited, result, as_json=args.json)
+    if result.cut is not None and not args.allow_incomplete:
+        print(
+            f"copyedit: the model's output was cut short: {CUTS[result.cut]}; nothing was written "
+            "(--allow-incomplete takes it as it is)",
+            file=sys.stderr,
+        )
+        return 3
     if args.write and edited != text:
         path.write_text(edited, encoding="utf-8", newline="")
     return 0
@@ -252,7 +259,8 @@ def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> 
     diff = "".join(difflib.unified_diff(text.splitlines(True), edited.splitlines(True), f"a/{name}", f"b/{name}"))
     program = result.program.to_text() if result.program is not None else None
     if as_json:
-        print(json.dumps({"program": program, "diff": diff, "text": edited, "stats": result.stats.to_dict()}, indent=2))
+        answer = {"program": program, "diff": diff, "text": edited, "cut": result.cut, "stats": result.stats.to_dict()}
+        print(json.dumps(answer, indent=2))
         return
     if program is not None:
         print(program, end="\n\n")
@@ -439,6 +447,11 @@ def _add_edit_commands(commands) -> None:
     _add_remote_arguments(apply)
     apply.add_argument("--json", action="store_true", help="print JSON")
     apply.add_argument("--write", action="store_true", help="write the edited file")
+    apply.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0 and write (with --write) even when the model's output was cut short",
+    )
     apply.set_defaults(func=cmd_apply)
 
     demo = commands.add_parser("demo", help="one real edit through the real language server (writes nothing)")

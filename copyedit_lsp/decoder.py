@@ -242,7 +242,7 @@ class Decoder:
         program = decoded_program(ops, source)
         text = resolve(program, source)
         run.stats.output_tokens = len(self.backend.tokenize(text)) if text else 0
-        return EditResult(program, text, run.stats, tokens)
+        return EditResult(program, text, run.stats, tokens, cut=run.cut)
 
     def _copy(self, run: TokenRun, view: SourceView, first: int, goal: Op | None, splice: str) -> Copy:
         """The rest of a copy tag from its line numbers on, then its lines spliced."""
@@ -283,6 +283,7 @@ class Decoder:
                 self._end_gen(run, piece, body[close + 6 :])
                 return body_text(body[:close]), False
         # a length or context cap: close the gen on a whole line
+        run.cut = run.cut or "max_gen_tokens"
         tail = "" if body.endswith(b"\n") else "\n"
         run.force(self.backend.tokenize(tail + GEN_CLOSE))
         return body_text(body) + tail, False
@@ -304,7 +305,7 @@ class Decoder:
         out = b""
         written: list[int] = []
         drafts = PromptLookup(original, self.draft_ngram, self.draft_tokens) if options.mode == "lookup" else None
-        while len(written) < run.budget and run.room() > 0:
+        while not run.out_of_budget():
             if drafts:
                 run.draft(drafts.draft(written, min(run.budget - len(written), run.room()) - 1))
             token = run.choose(None)
@@ -319,4 +320,4 @@ class Decoder:
         run.answer(len(prompt))
         text = rewritten_text(out.decode("utf-8", errors="replace"), source)
         run.stats.output_tokens = len(written)
-        return EditResult(None, text, run.stats, tuple(written))
+        return EditResult(None, text, run.stats, tuple(written), cut=run.cut)

@@ -72,12 +72,29 @@ class EditStats:
 @dataclass
 class EditResult:
     """The program (None in rewrite and lookup modes), the edited text, the stats, and the answer's
-    tokens (program modes: the program as it stands in the context; rewrite and lookup: the code)."""
+    tokens (program modes: the program as it stands in the context; rewrite and lookup: the code).
+
+    ``cut`` says why the model's output was cut short, when it was (:data:`CUTS`): the text is then
+    not the edit the model meant and must not be applied as one."""
 
     program: Program | None
     text: str
     stats: EditStats
     tokens: tuple[int, ...] = ()
+    cut: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.cut is None
+
+
+# Why an output can be cut short: the model's context ran out, the edit's token budget
+# (maxNewTokens) was spent, or one gen reached the decoder's cap on a gen's length.
+CUTS = {
+    "context": "the model's context ran out (raise nCtx or edit a smaller range)",
+    "max_new_tokens": "the output reached maxNewTokens (raise it or edit a smaller range)",
+    "max_gen_tokens": "one generated block reached the decoder's length cap",
+}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 import cattrs
 
+from .edit import CUTS
 from .resolver import split_lines
 from .scope import edit_scope, syntax_errors
 
@@ -122,11 +123,16 @@ def chunk_lines(n_ctx: int) -> int:
     return max(20, n_ctx // 40)
 
 
-def refusal(before: str, after: str, language_id: str | None, *, changed: bool, syntax_guard: bool) -> str | None:
+def refusal(
+    before: str, after: str, language_id: str | None, *, changed: bool, cut: str | None, syntax_guard: bool
+) -> str | None:
     """Why a finished edit of ``before`` into ``after`` must not be applied, or None: the document
-    ``changed`` while it ran, or (with ``syntax_guard``) it parses worse."""
+    ``changed`` (or was closed or reopened) while it ran, the model's output was ``cut`` short
+    (:data:`~copyedit_lsp.edit.CUTS`), or (with ``syntax_guard``) it parses worse."""
     if changed:
-        return "the document changed while the edit ran; run it again"
+        return "the document changed while the edit ran (or was closed or reopened); run it again"
+    if cut is not None:
+        return f"the model's output was cut short: {CUTS[cut]}"
     if syntax_guard and adds_syntax_errors(before, after, language_id):
         return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
     return None

@@ -371,14 +371,18 @@ class RemoteDecoder:
         stats = session.stats
         ops: list[Op] = []
         first = 1  # the first line a copy may start at
+        cut = None
         while stats.chosen_tokens < budget:
             if target is not None:
                 goal = target.ops[len(ops)] if len(ops) < len(target.ops) else None
                 grammar = literal_grammar(_op_text(goal) if goal is not None else PROGRAM_CLOSE)
             else:
                 grammar = op_grammar(n, first)
-            answer = session.complete(prompt, grammar, min(self.max_gen_tokens, budget - stats.chosen_tokens))
+            room = budget - stats.chosen_tokens
+            answer = session.complete(prompt, grammar, min(self.max_gen_tokens, room))
             op, ended = _read_op(answer, n)
+            if answer.finish_reason == "length":  # the server stopped at max_tokens
+                cut = "max_new_tokens" if room <= self.max_gen_tokens else "max_gen_tokens"
             if op is None:
                 break
             ops.append(op)
@@ -392,15 +396,19 @@ class RemoteDecoder:
             session.watch.report()
             if ended:
                 break
+        else:
+            cut = "max_new_tokens"
         program = decoded_program(ops, source)
-        return EditResult(program, resolve(program, source), stats)
+        return EditResult(program, resolve(program, source), stats, cut=cut)
 
     def _rewrite(self, session: _Session, prompt: str, source: str, budget: int) -> EditResult:
         answer = session.complete(prompt, None, budget, done=lambda answer: fence_at(answer.text.encode()) >= 0)
         code = answer.text.encode()
         fence = fence_at(code)
+        cut = None if fence >= 0 or answer.finish_reason != "length" else "max_new_tokens"
         code = code[:fence] if fence >= 0 else code
-        return EditResult(None, rewritten_text(code.decode("utf-8", errors="replace"), source), session.stats)
+        text = rewritten_text(code.decode("utf-8", errors="replace"), source)
+        return EditResult(None, text, session.stats, cut=cut)
 
 
 def _op_text(op: Op) -> str:

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -26,7 +26,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from . import __version__
 from .actions import Diagnostic, list_actions
 from .config import Settings, updated
-from .edit import Cancelled, EditResult, EditStats
+from .edit import CUTS, Cancelled, EditResult, EditStats
 from .engine import Engine
 from .region import (
     EditArguments,
@@ -318,8 +318,8 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     if progress.cancelled:
         return CANCELLED
     new_text = replace_region(text, region, result.text)
-    changed = document.version != version or document.source != text
-    reason = refusal(text, new_text, language, changed=changed, syntax_guard=ls.settings.syntax_guard)
+    changed = not _unchanged(ls, args.uri, document, version, text)
+    reason = refusal(text, new_text, language, changed=changed, cut=result.cut, syntax_guard=ls.settings.syntax_guard)
     if reason is not None:
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
@@ -348,6 +348,16 @@ def _document_to_edit(ls: CopyeditServer, args: EditArguments):
     return document
 
 
+def _unchanged(ls: CopyeditServer, uri: str, document, version: int | None, text: str) -> bool:
+    """Whether ``uri`` is still open as ``document`` (pygls makes a new one on every open) at
+    ``version``, holding ``text``: a close and reopen at the same version is a change.  A file
+    that was not open (``document`` None) is unchanged while it is not open with other text."""
+    current = _open_document(ls, uri)
+    if document is None:  # edited as read from disk: it must not have been opened since with other text
+        return current is None or current.source == text
+    return current is document and current.version == version and current.source == text
+
+
 def _invalid_params(command: str, check, *args):
     """``check(*args)``, its ValueError an InvalidParams error that names ``command``."""
     try:
@@ -373,13 +383,11 @@ def _encoding(ls: CopyeditServer) -> str:
 async def refactor_workspace(ls: CopyeditServer, *arguments) -> dict:
     """``workspace/executeCommand`` ``copyedit.refactorWorkspace {instruction, include?, maxFiles?}``."""
     args = _command_arguments(REFACTOR_COMMAND, arguments, RefactorArguments)
-    roots = [Path(to_fs_path(f.uri)) for f in ls.workspace.folders.values()] or (
-        [Path(ls.workspace.root_path)] if ls.workspace.root_path else []
-    )
+    roots = _workspace_roots(ls)
     if not roots:
         raise JsonRpcInvalidParams(f"{REFACTOR_COMMAND}: the client opened no workspace folder")
     files, skipped = workspace_files(roots, args.include, args.maxFiles, max_bytes=ls.settings.max_file_bytes)
-    changes: dict[str, types.TextDocumentEdit] = {}  # by the file's relative path, its annotation's id
+    edited: dict[str, tuple[types.TextDocumentEdit, Callable[[], bool]]] = {}  # by relative path (annotation id)
     async with _work(ls, REFACTOR_COMMAND, "copyedit: refactor workspace") as progress:
         await progress.begin(f"{len(files)} files")
         for number, file in enumerate(files, 1):
@@ -387,25 +395,42 @@ async def refactor_workspace(ls: CopyeditServer, *arguments) -> dict:
                 f"file {number} of {len(files)}: {file.relative}", int(100 * (number - 1) / max(len(files), 1))
             )
             if (change := await _refactor_file(ls, file, args.instruction, progress.stop, skipped)) is not None:
-                changes[file.relative] = change
+                edited[file.relative] = change
     if progress.cancelled:
         return CANCELLED
+    return await _apply_refactor(ls, args.instruction, len(files), edited, skipped, progress)
+
+
+async def _apply_refactor(
+    ls: CopyeditServer, instruction: str, files: int, edited: dict, skipped: list, progress: _Progress
+) -> dict:
+    """One annotated ``workspace/applyEdit`` of the edited files still as they were edited; the others skipped."""
+    fresh = {relative: same() for relative, (_, same) in edited.items()}
+    skipped += [(relative, "changed while the refactor ran") for relative, ok in fresh.items() if not ok]
+    changes = {relative: change for relative, (change, _) in edited.items() if fresh[relative]}
     if skipped:
         _notify(ls, "skipped " + "; ".join(f"{path}: {why}" for path, why in skipped), types.MessageType.Warning)
     annotations = {
-        relative: types.ChangeAnnotation(label=relative, needs_confirmation=True, description=args.instruction)
+        relative: types.ChangeAnnotation(label=relative, needs_confirmation=True, description=instruction)
         for relative in changes
     }
     workspace_edit = types.WorkspaceEdit(document_changes=list(changes.values()), change_annotations=annotations)
-    applied = bool(changes) and await _apply(ls, args.instruction, workspace_edit)
+    applied = bool(changes) and await _apply(ls, instruction, workspace_edit)
     progress.end(f"{len(changes)} files changed")
-    return {"applied": applied, "files": len(files), "changed": len(changes), "skipped": [p for p, _ in skipped]}
+    return {"applied": applied, "files": files, "changed": len(changes), "skipped": [p for p, _ in skipped]}
+
+
+def _workspace_roots(ls: CopyeditServer) -> list[Path]:
+    """The client's workspace folders, else its root path."""
+    folders = [Path(to_fs_path(f.uri)) for f in ls.workspace.folders.values()]
+    return folders or ([Path(ls.workspace.root_path)] if ls.workspace.root_path else [])
 
 
 async def _refactor_file(
     ls: CopyeditServer, file: WorkspaceFile, instruction: str, stop: threading.Event, skipped: list
-) -> types.TextDocumentEdit | None:
-    """The annotated edit of one file, edited whole or in top-level chunks that fit the context."""
+) -> tuple[types.TextDocumentEdit, Callable[[], bool]] | None:
+    """The annotated edit of one file, edited whole or in top-level chunks that fit the context,
+    and a check that the file is still as it was edited."""
     uri = from_fs_path(str(file.path))
     document = _open_document(ls, uri)
     text, version = (document.source, document.version) if document is not None else (file.text, None)
@@ -421,14 +446,18 @@ async def _refactor_file(
         except Exception as error:  # this file is reported and left alone; the others go on
             skipped.append((file.relative, str(error)))
             return None
+        if result.cut is not None:
+            skipped.append((file.relative, f"the model's output was cut short: {CUTS[result.cut]}"))
+            return None
         edits += [
             types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=file.relative)
             for e in region_edits(text, region.start, region.end, result.text, result.program, _encoding(ls))
         ]
     if not edits:
         return None
-    return types.TextDocumentEdit(
-        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=edits
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+    return types.TextDocumentEdit(text_document=identifier, edits=edits), lambda: _unchanged(
+        ls, uri, document, version, text
     )
 
 

@@ -84,6 +84,7 @@ class TokenRun:
         self.ahead: list[int] = []  # drafted tokens in the cache past the current position
         self.ahead_logits: list[np.ndarray] = []  # the logits after each of them
         self.budget = 0  # tokens this edit may choose
+        self.cut: str | None = None  # why the output was cut short (edit.CUTS), if it was
 
     def prefill(self, tokens: list[int]) -> None:
         self.watch.check_stop()
@@ -194,7 +195,14 @@ class TokenRun:
         return self.backend.n_ctx - (len(self.backend.cached) - len(self.ahead)) - len(self.pending) - 32
 
     def out_of_budget(self) -> bool:
-        return self.stats.chosen_tokens >= self.budget or self.room() <= 0
+        """Whether the edit may choose no more tokens; if so, it is marked cut short."""
+        if self.room() <= 0:
+            self.cut = self.cut or "context"
+            return True
+        if self.stats.chosen_tokens >= self.budget:
+            self.cut = self.cut or "max_new_tokens"
+            return True
+        return False
 
     def choose(self, candidates: Sequence[int] | None, wanted: int | None = None) -> int:
         """The greedy token among ``candidates`` (all when None), or ``wanted``; it costs a decode

@@ -320,3 +320,22 @@ def test_the_vocabulary_alone_tokenizes_like_the_model(tiny, tiny_model_path):
     text = 'def f(x):\r\n    return "<copy lines=\\"1-2\\"/>" + 日本\n'
     assert vocabulary.tokenize(text) == tiny.backend.tokenize(text)
     vocabulary.close()
+
+
+def test_an_output_cut_short_says_so(tiny, tiny_model_path):
+    """A result the budget or the context cut short is marked with why (the server and the CLI
+    refuse it); one the model ended itself is not."""
+    item = load_items("humanevalfix-python", limit=1)[0]
+    scripted = EditOptions(mode="forced", program=oracle_program(item.before, item.after))
+    assert tiny.edit(item.before, item.instruction, scripted).cut is None
+    before = "def add(a, b):\n    return a + b\n"
+    budget = EditOptions(mode="rewrite", language="python", max_new_tokens=8)
+    cut = tiny.edit(before, "Keep it.", budget)
+    assert cut.cut == "max_new_tokens" and cut.stats.chosen_tokens == 8
+    long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(300))),))
+    small = Decoder(Backend(tiny_model_path, n_ctx=512, n_threads=2))
+    try:
+        result = small.edit("x = 1\n", "Write many values.", EditOptions(mode="forced", program=long_gen))
+    finally:
+        small.close()
+    assert result.cut == "context" and result.text != long_gen.ops[0].text

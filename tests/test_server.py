@@ -351,3 +351,38 @@ async def test_every_request_is_answered_while_the_model_loads(loading):
     ]
     replies = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), 120)
     assert len(replies) == 40 and all("no instruction" in str(r) for r in replies)
+
+
+async def test_an_edit_of_a_closed_and_reopened_document_is_not_applied(tiny):
+    """didClose and didOpen of other text at the same version number while the edit runs: the
+    edit was made for the old text, so no workspace/applyEdit is sent and the client is told why."""
+    uri = "file:///tmp/reopened.py"
+    open_document(tiny, uri, LONG)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
+    task = asyncio.create_task(
+        run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
+    )
+    await _wait_for_progress(tiny)
+    tiny.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    open_document(tiny, uri, "import os\nimport sys\n", version=1)
+    result = await asyncio.wait_for(task, 300)
+    assert result["applied"] is False and "closed or reopened" in result["reason"]
+    assert tiny.applied == []
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def short_budget(lsp_client: LanguageClient):
+    """A VS Code client of the server rewriting with the tiny model and maxNewTokens 8."""
+    await start(lsp_client, "visual-studio-code", TINY | {"mode": "rewrite", "maxNewTokens": 8})
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_an_output_cut_short_is_refused_with_why(short_budget):
+    uri = "file:///tmp/cut.py"
+    open_document(short_budget, uri, PYTHON)
+    area = {"start": {"line": 3, "character": 0}, "end": {"line": 5, "character": 0}}
+    result = await run_edit(short_budget, {"uri": uri, "range": area, "instruction": "Fix area."})
+    assert result["applied"] is False and "cut short" in result["reason"] and "maxNewTokens" in result["reason"]
+    assert short_budget.applied == []
+    assert any("cut short" in m.message for m in short_budget.messages)

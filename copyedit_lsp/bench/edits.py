@@ -92,6 +92,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "drafted_tokens": stats.drafted_tokens,
         "accepted_tokens": stats.accepted_tokens,
         "tokens": list(result.tokens),
+        "cut": result.cut,  # why the output was cut short, if it was
     }
     if result.program is not None:
         row["program"] = result.program.to_text()
