@@ -9,16 +9,26 @@ import argparse
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
+import sys
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote
 
+import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -28,6 +38,7 @@ from .actions import Diagnostic, list_actions
 from .config import Settings, updated
 from .edit import CUTS, Cancelled, EditResult, EditStats
 from .engine import Engine
+from .framing import read_messages
 from .region import (
     EditArguments,
     RefactorArguments,
@@ -48,19 +59,77 @@ EDIT_COMMAND = "copyedit.edit"
 REFACTOR_COMMAND = "copyedit.refactorWorkspace"
 CANCEL_COMMAND = "copyedit.cancel"
 CANCELLED = {"applied": False, "reason": "cancelled"}
+LOG_CHARS = 2000
 
 log = logging.getLogger(__name__)
 _request_id: contextvars.ContextVar[object] = contextvars.ContextVar("copyedit_request_id", default=None)
 
 
 class CopyeditProtocol(LanguageServerProtocol):
-    """Makes ``$/cancelRequest`` stop a running edit.
+    """Answers every request, and makes ``$/cancelRequest`` stop a running edit.
+
+    A request whose params fail the schema gets InvalidParams (-32602) naming the field, one
+    before ``initialize`` ServerNotInitialized (-32002), a second ``initialize`` or one after
+    ``shutdown`` InvalidRequest (-32600); pygls would log them, show a popup or say nothing.
 
     pygls runs ``workspace/executeCommand`` as a generator that awaits the command's coroutine as
     a separate task: a cancel only cancels the request's result future (the client gets
     RequestCancelled), never that task.  No public hook exists, so the request's id is kept in a
     context variable the command's task inherits, and the cancel sets that request's stop flag.
     """
+
+    initialize_seen = False
+
+    def receive(self, body: bytes) -> None:
+        """One framed message body (:mod:`~copyedit_lsp.framing`): structured and handled, or answered
+        with the error that says why not."""
+        try:
+            data = json.loads(body)
+        except ValueError as error:
+            log.warning("a message that is not JSON: %s", error)
+            return
+        if not isinstance(data, dict):
+            log.warning("a message that is not a JSON object: %.80s", body)
+            return
+        try:
+            message = self.structure_message(data)
+        except Exception as error:  # pygls raises InvalidParams with the cattrs error as its cause
+            why = _schema_error(error)
+            if "method" in data and "id" in data:
+                self._reply(data["id"], JsonRpcInvalidParams(f"invalid params of {str(data['method'])[:80]}: {why}"))
+            else:
+                log.warning("a message that fails the schema: %s", why)
+            return
+        try:
+            self.handle_message(message)
+        except Exception:
+            log.exception("failed to handle a %.80s message", data.get("method", "response"))
+
+    def handle_message(self, message) -> None:
+        method = getattr(message, "method", None)
+        if method is not None and hasattr(message, "id"):  # a request
+            refused = self._refusal(method)
+            if refused is not None:
+                self._reply(message.id, refused)
+                return
+            self.initialize_seen = self.initialize_seen or method == types.INITIALIZE
+        elif method is not None and not self.initialize_seen and method != types.EXIT:
+            return  # a notification before initialize is dropped
+        super().handle_message(message)
+
+    def _refusal(self, method: str) -> Exception | None:
+        """The error a request for ``method`` gets in the server's present state, or None."""
+        if self._shutdown:
+            return JsonRpcInvalidRequest("the server is shutting down")
+        if method == types.INITIALIZE and self.initialize_seen:
+            return JsonRpcInvalidRequest("the server is already initialized")
+        if method != types.INITIALIZE and not self.initialize_seen:
+            return JsonRpcServerNotInitialized("the server is not initialized: send initialize first")
+        return None
+
+    def _reply(self, msg_id, error: Exception) -> None:
+        identifier = msg_id if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool) else None
+        self._send_response(identifier, error=error.to_response_error())
 
     def _handle_request(self, msg_id, method_name, params):
         token = _request_id.set(msg_id)
@@ -76,6 +145,14 @@ class CopyeditProtocol(LanguageServerProtocol):
         super()._handle_cancel_notification(msg_id)
 
 
+def _schema_error(error: Exception) -> str:
+    """A short account of why a message failed the schema (the fields cattrs names)."""
+    cause = error.__cause__
+    if isinstance(cause, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(cause))[:300]
+    return str(cause or error)[:300] or type(error).__name__
+
+
 class CopyeditServer(LanguageServer):
     """The server's state: settings, the engine, the stop flags of running requests by id."""
 
@@ -84,6 +161,20 @@ class CopyeditServer(LanguageServer):
         self.settings = Settings()
         self.engine = Engine()
         self.stops: dict[object, threading.Event] = {}
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdio, reading through :mod:`~copyedit_lsp.framing` (pygls's reader dies on a
+        huge Content-Length and goes deaf after a bad one)."""
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(read_messages(stdin or sys.stdin.buffer, self.protocol.receive, self._stop_event, log))
+        except BrokenPipeError:
+            log.error("the client closed the connection")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
 
 server = CopyeditServer()
@@ -473,6 +564,14 @@ def shutdown(ls: CopyeditServer, params: None) -> None:
     ls.engine.cancel_all()
 
 
+class _BoundedFormatter(logging.Formatter):
+    """Log records cut to :data:`LOG_CHARS` characters, tracebacks included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if len(text) <= LOG_CHARS else text[:LOG_CHARS] + f"... ({len(text) - LOG_CHARS} more characters)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``copyedit-lsp``: stdio by default, ``--tcp HOST:PORT`` too."""
     parser = argparse.ArgumentParser(prog="copyedit-lsp", description="The copyedit language server.")
@@ -481,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-file", help="write the server's log here")
     args = parser.parse_args(argv)
     logging.basicConfig(filename=args.log_file, level=logging.INFO if args.log_file else logging.WARNING)
+    for handler in logging.getLogger().handlers:  # no message is echoed whole
+        handler.setFormatter(_BoundedFormatter("%(levelname)s:%(name)s:%(message)s"))
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))

@@ -1,0 +1,152 @@
+"""Reading JSON-RPC messages from a byte stream that may hold anything.
+
+pygls's stdio reader trusts every ``Content-Length``: a huge one kills the process, one that is
+off by a byte (or zero, negative, lower-case, LF-only, missing) leaves it alive but deaf.  The
+server reads stdin through :class:`MessageFramer` instead: a header is found wherever it starts
+(``content-length`` in any case, CRLF or LF line ends), a length outside 1..``max_bytes`` is
+reported, and a body is taken as declared only if it is JSON; otherwise as the first JSON value
+between the header and the next header (so a message with a wrong length is still read).  A JSON body holds no raw line break, so a header inside
+a declared body means the length was wrong.  Bytes no header frames are dropped, and each drop
+is reported once, in a short line; no state carries into the next message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+HEADER = re.compile(
+    rb"content-length[ \t]*:[ \t]*([^\r\n]*)\r?\n(?:[!-9;-~]+[ \t]*:[^\r\n]*\r?\n)*\r?\n", re.IGNORECASE
+)
+MAX_MESSAGE_BYTES = 64 << 20  # a message's body; the server refuses documents past maxFileBytes anyway
+BODY_TIMEOUT = 1.0  # seconds a declared body may take to arrive before what came is taken as it is
+
+
+class MessageFramer:
+    """Bytes in, message bodies (JSON text) and drop reports out."""
+
+    def __init__(self, max_bytes: int = MAX_MESSAGE_BYTES):
+        self.max_bytes = max_bytes
+        self.buffer = bytearray()
+
+    @property
+    def pending(self) -> bool:
+        """Whether bytes wait for more to come (a header without its whole body, say)."""
+        return bool(self.buffer.strip())
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+
+    def messages(self, *, flush: bool = False) -> Iterator[bytes | str]:
+        """The messages the buffer holds, as bodies (bytes), and why bytes were dropped (str).
+
+        ``flush``: no more bytes are coming soon, so a body still short of its length is taken
+        as it is and unframed bytes are dropped."""
+        while True:
+            header = HEADER.search(self.buffer)
+            if header is None:
+                yield from self._unframed(flush)
+                return
+            if self.buffer[: header.start()].strip():
+                yield f"dropped {header.start()} bytes outside any message"
+            value = bytes(header.group(1).strip())
+            start = header.end()
+            valid = value.isdigit() and 0 < int(value) <= self.max_bytes
+            following = HEADER.search(self.buffer, start)
+            end = start + int(value) if valid else start  # a bad length: the JSON value after the header, if any
+            if following is None and len(self.buffer) < end and not flush:
+                del self.buffer[: header.start()]
+                return  # the body is still coming
+            taken = self._body(start, end, following.start() if following else len(self.buffer))
+            if taken is None:
+                if following is None and not flush:
+                    del self.buffer[: header.start()]
+                    return
+                stop = following.start() if following else len(self.buffer)
+                del self.buffer[:stop]
+                yield f"dropped a message with Content-Length {value[:24]!r} whose body is not JSON ({stop - start} bytes)"
+                continue
+            body, stop = taken
+            del self.buffer[:stop]
+            if not valid:
+                yield f"a message with Content-Length {value[:24]!r} (1 to {self.max_bytes} allowed) read as its JSON"
+            yield body
+
+    def _body(self, start: int, end: int, limit: int) -> tuple[bytes, int] | None:
+        """The body at ``start`` and where it ends: the declared bytes if they are JSON, else the
+        first JSON value before ``limit`` (the next header or the end of the buffer)."""
+        declared = bytes(self.buffer[start:end])
+        if end <= limit and _is_json(declared):
+            return declared, end
+        text = bytes(self.buffer[start:limit])
+        stripped = text.lstrip()
+        decoded = stripped.decode("utf-8", errors="surrogateescape")  # garbage may follow the value
+        try:
+            _, length = json.JSONDecoder().raw_decode(decoded)
+        except ValueError:
+            return None
+        value = decoded[:length].encode("utf-8", errors="surrogateescape")
+        if not _is_json(value):  # the value itself held bytes that are not UTF-8
+            return None
+        return value, start + len(text) - len(stripped) + len(value)
+
+    def _unframed(self, flush: bool) -> Iterator[str]:
+        """Bytes with no header: the tail kept while a header may still be arriving, the rest dropped."""
+        keep = 0 if flush else 1024
+        if not self.buffer.strip():
+            self.buffer.clear()
+        elif len(self.buffer) > keep and (flush or len(self.buffer) > 4096):
+            dropped = len(self.buffer) - keep
+            del self.buffer[:dropped]
+            yield f"dropped {dropped} bytes outside any message"
+
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
+async def read_messages(
+    stdin: BinaryIO, handle: Callable[[bytes], None], stop: threading.Event, log: logging.Logger
+) -> None:
+    """Frame ``stdin``'s bytes and pass each body to ``handle`` until EOF or ``stop``; a body
+    still short of its length after :data:`BODY_TIMEOUT` seconds without new bytes is taken as
+    it is.  A thread reads the file, so the event loop never blocks on it."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def pump() -> None:
+        while True:
+            try:
+                chunk = os.read(stdin.fileno(), 1 << 16)
+            except OSError:
+                chunk = b""
+            loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+            if not chunk:
+                return
+
+    threading.Thread(target=pump, name="copyedit-stdin", daemon=True).start()
+    framer = MessageFramer()
+    while not stop.is_set():
+        try:
+            chunk = await asyncio.wait_for(chunks.get(), BODY_TIMEOUT if framer.pending else None)
+        except TimeoutError:
+            chunk = None
+        if chunk == b"":
+            return
+        if chunk is not None:
+            framer.feed(chunk)
+        for item in framer.messages(flush=chunk is None):
+            if isinstance(item, str):
+                log.warning("%s", item)
+            else:
+                handle(item)

@@ -1,0 +1,206 @@
+"""The server over a raw byte stream: malformed framing, bad params and lifecycle misuse never kill
+it, leave it deaf or go unanswered (no model: plumbing only, the model path does not exist)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from copyedit_lsp.framing import MessageFramer
+
+DOCUMENT = "file:///tmp/fuzz.py"
+TEXT = "def area(radius):\n    return 3.14 * radius * 2\n"
+OPTIONS = {"model": "/nonexistent/model.gguf"}
+
+
+def frame(body: bytes, length: object = None, *, name: bytes = b"Content-Length", line_end: bytes = b"\r\n") -> bytes:
+    declared = len(body) if length is None else length
+    return name + b": " + str(declared).encode() + line_end + line_end + body
+
+
+def request(msg_id: int, method: str, params: object) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode()
+
+
+def notification(method: str, params: object) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": method, "params": params}).encode()
+
+
+def code_action_params(line: int = 0) -> dict:
+    position = {"line": line, "character": 0}
+    return {
+        "textDocument": {"uri": DOCUMENT},
+        "range": {"start": position, "end": position},
+        "context": {"diagnostics": []},
+    }
+
+
+class Server:
+    """The language server as a subprocess, its answers collected by id."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "copyedit_lsp.server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.answers: dict[object, dict] = {}
+        self.arrived: queue.Queue[dict] = queue.Queue()
+        self.stderr = bytearray()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _read(self) -> None:
+        framer = MessageFramer()
+        while chunk := self.process.stdout.read1(1 << 16):
+            framer.feed(chunk)
+            for body in framer.messages():
+                assert isinstance(body, bytes), body  # the server's own framing is exact
+                message = json.loads(body)
+                if "id" in message and "method" not in message:
+                    self.answers[message["id"]] = message
+                self.arrived.put(message)
+
+    def _drain(self) -> None:
+        while chunk := self.process.stderr.read1(1 << 16):
+            self.stderr += chunk
+
+    def send(self, data: bytes) -> None:
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def wait_for(self, msg_id: object, timeout: float = 20.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while msg_id not in self.answers:
+            assert self.process.poll() is None, f"the server exited: {bytes(self.stderr[-2000:])!r}"
+            assert time.monotonic() < deadline, f"no answer to request {msg_id}"
+            time.sleep(0.01)
+        return self.answers[msg_id]
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def server():
+    server = Server()
+    yield server
+    server.close()
+
+
+def initialize(server: Server) -> None:
+    server.send(frame(request(0, "initialize", {"capabilities": {}, "initializationOptions": OPTIONS})))
+    assert "result" in server.wait_for(0)
+    server.send(frame(notification("initialized", {})))
+    item = {"uri": DOCUMENT, "languageId": "python", "version": 1, "text": TEXT}
+    server.send(frame(notification("textDocument/didOpen", {"textDocument": item})))
+
+
+def test_lifecycle_misuse_gets_the_errors_lsp_names(server):
+    server.send(frame(request(1, "textDocument/codeAction", code_action_params())))
+    assert server.wait_for(1)["error"]["code"] == -32002  # before initialize
+    initialize(server)
+    server.send(frame(request(2, "initialize", {"capabilities": {}})))
+    assert server.wait_for(2)["error"]["code"] == -32600  # a second initialize
+    server.send(frame(request(3, "textDocument/codeAction", code_action_params())))
+    assert isinstance(server.wait_for(3)["result"], list)
+    server.send(frame(request(4, "shutdown", None)))
+    assert server.wait_for(4).get("result") is None and "error" not in server.answers[4]
+    server.send(frame(request(5, "textDocument/codeAction", code_action_params())))
+    assert server.wait_for(5)["error"]["code"] == -32600  # after shutdown
+
+
+# Requests whose params fail the schema, and the field the error must name.
+BAD_PARAMS = [
+    ("textDocument/codeAction", {**code_action_params(), "range": {"start": {"line": "x", "character": 0}}}, "line"),
+    (
+        "textDocument/codeAction",
+        {"range": code_action_params()["range"], "context": {"diagnostics": []}},
+        "textDocument",
+    ),
+    ("workspace/executeCommand", {"arguments": []}, "command"),
+    ("textDocument/codeAction", "not an object", "params"),
+]
+
+
+def fuzz_messages(rng: random.Random, first_id: int, count: int):
+    """``count`` messages of every class: (bytes, id of a request that must be answered or None,
+    the error code it must get or None)."""
+    good = lambda i: request(i, "textDocument/codeAction", code_action_params(rng.randrange(0, 3)))  # noqa: E731
+    msg_id = first_id
+    for _ in range(count):
+        msg_id += 1
+        kind = rng.randrange(12)
+        if kind == 0:
+            method, params, _ = rng.choice(BAD_PARAMS)
+            yield frame(request(msg_id, method, params)), msg_id, -32602
+        elif kind == 1:
+            yield frame(good(msg_id), len(good(msg_id)) + rng.choice([-1, 1, 2])), msg_id, None
+        elif kind == 2:
+            yield frame(good(msg_id), rng.choice([0, -1, "abc", "", 10**12, 10**20])), msg_id, None
+        elif kind == 3:
+            yield frame(good(msg_id), name=b"content-length"), msg_id, None
+        elif kind == 4:
+            yield frame(good(msg_id), line_end=b"\n"), msg_id, None
+        elif kind == 5:
+            yield good(msg_id) + b"\r\n", None, None  # a body without a header
+        elif kind == 6:
+            body = good(msg_id)
+            yield frame(body[: rng.randrange(1, len(body))]), None, None  # truncated JSON
+        elif kind == 7:
+            body = bytearray(good(msg_id))
+            for _ in range(rng.randrange(1, 4)):
+                body[rng.randrange(len(body))] = rng.randrange(256)
+            yield frame(bytes(body)), None, None  # mutated bytes: answered if they still parse
+        elif kind == 8:
+            yield frame(request(msg_id, f"$/unknown/{'x' * rng.randrange(1, 2000)}", {})), msg_id, -32601
+        elif kind == 9:
+            yield frame(notification("textDocument/didChange", {"bogus": [1, 2, 3]})), None, None
+        elif kind == 10:
+            yield bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))) + b"\r\n", None, None
+        else:
+            yield frame(good(msg_id)), msg_id, None
+
+
+def test_two_thousand_malformed_messages_never_crash_deafen_or_go_unanswered(server):
+    initialize(server)
+    rng = random.Random(7)
+    sent = answered = 0
+    for batch in range(20):
+        expected = []
+        for data, msg_id, code in fuzz_messages(rng, 100_000 * (batch + 1), 100):
+            server.send(data)
+            sent += 1
+            if msg_id is not None:
+                expected.append((msg_id, code))
+        check = 100_000 * (batch + 1) + 99_999
+        server.send(frame(request(check, "textDocument/codeAction", code_action_params(0))))
+        actions = server.wait_for(check)["result"]
+        assert any("instruction" in action["title"].lower() for action in actions), actions
+        for msg_id, code in expected:
+            answer = server.wait_for(msg_id, timeout=5.0)
+            answered += 1
+            if code is not None:
+                assert answer["error"]["code"] == code, answer
+            if code == -32602:
+                assert any(field in answer["error"]["message"] for _, _, field in BAD_PARAMS), answer
+    assert sent == 2000 and answered > 1000
+    assert server.process.poll() is None
+    assert len(server.stderr) < 2_000_000  # the log is bounded: no message echoed whole
+
+
+def test_a_huge_content_length_is_survived(server):
+    initialize(server)
+    server.send(b"Content-Length: 10000000000000000000\r\n\r\n")
+    server.send(b"Content-Length: 1000000000000\r\n\r\n")
+    server.send(frame(request(9, "textDocument/codeAction", code_action_params())))
+    assert isinstance(server.wait_for(9)["result"], list)
