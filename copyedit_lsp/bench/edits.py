@@ -322,63 +322,39 @@ def _notes(summary: dict[str, dict]) -> list[str]:
     return out
 
 
+RESULT_HEADERS = ("mode", "exact", "tests passed", "parse rate", "median latency", "speedup over rewrite (median)",
+                  "decode steps", "output tokens", "spliced tokens")  # fmt: skip
+BOUND_HEADERS = ("set", "items", "copied share of output", "bound (kernel s(N))", "bound if copies were free",
+                 "measured forced")  # fmt: skip
+
+
+def _result_row(name: str, e: dict) -> list:
+    """One mode's row of a set's results table."""
+    return [
+        name, f"{e['exact']}/{e['items']}", f"{e['passed']}/{e['tested']}" if e["tested"] else "-",
+        f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-", f"{e['median_seconds']:.2f} s",
+        f"{e['speedup_median']:.2f}x" if "speedup_median" in e else "-",
+        e["decode_steps"], e["output_tokens"], e["spliced_tokens"],
+    ]  # fmt: skip
+
+
+def _bound_row(name: str, b: dict) -> list:
+    """One set's row of the bound table."""
+    measured = f"{b['measured_median']:.2f}x" if b["measured_median"] else "-"
+    return [name, b["items"], f"{b['copied_share']:.0%}", f"{b['bound_median']:.2f}x",
+            f"{b['free_copy_bound_median']:.2f}x", measured]  # fmt: skip
+
+
 def format_tables(result: dict) -> str:
     """Markdown: one results table per set, then the bound table (``result["bounds"]``, if any)."""
-
-    def ratio(entry: dict) -> str:
-        return f"{entry['speedup_median']:.2f}x" if "speedup_median" in entry else "-"
-
     out = []
     for set_name, data in result["sets"].items():
-        rows = [
-            [
-                name,
-                f"{e['exact']}/{e['items']}",
-                f"{e['passed']}/{e['tested']}" if e["tested"] else "-",
-                f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-",
-                f"{e['median_seconds']:.2f} s",
-                ratio(e),
-                e["decode_steps"],
-                e["output_tokens"],
-                e["spliced_tokens"],
-            ]
-            for name, e in data["summary"].items()
-        ]
-        headers = [
-            "mode",
-            "exact",
-            "tests passed",
-            "parse rate",
-            "median latency",
-            "speedup over rewrite (median)",
-            "decode steps",
-            "output tokens",
-            "spliced tokens",
-        ]
-        out += [f"**{set_name}**", "", markdown_table(headers, rows, right=range(1, 9))]
+        rows = [_result_row(name, e) for name, e in data["summary"].items()]
+        out += [f"**{set_name}**", "", markdown_table(RESULT_HEADERS, rows, right=range(1, 9))]
         out += _notes(data["summary"])
         out.append("")
     if bounds := result.get("bounds"):
-        headers = [
-            "set",
-            "items",
-            "copied share of output",
-            "bound (kernel s(N))",
-            "bound if copies were free",
-            "measured forced",
-        ]
-        rows = [
-            [
-                name,
-                b["items"],
-                f"{b['copied_share']:.0%}",
-                f"{b['bound_median']:.2f}x",
-                f"{b['free_copy_bound_median']:.2f}x",
-                f"{b['measured_median']:.2f}x" if b["measured_median"] else "-",
-            ]
-            for name, b in bounds.items()
-        ]
-        out.append(markdown_table(headers, rows, right=range(1, 6)))
+        out.append(markdown_table(BOUND_HEADERS, [_bound_row(n, b) for n, b in bounds.items()], right=range(1, 6)))
     return "\n".join(out)
 
 

@@ -169,6 +169,18 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
     }
 
 
+TRAINING_HEADERS = ("steps", "sequences", "tokens", "seconds", "tokens/s", "final training loss (mean of 10 steps)",
+                    "validation loss")  # fmt: skip
+
+
+def _training_table(facts: dict) -> str:
+    """The card's one-row table of the training run."""
+    losses = ", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-"
+    row = [facts["steps"], facts["trained_sequences"], f"{facts['trained_tokens']:,}", f"{facts['train_seconds']:,.0f}",
+           facts["tokens_per_second"], facts["final_train_loss"], losses]  # fmt: skip
+    return markdown_table(TRAINING_HEADERS, [row], right=range(6))
+
+
 def model_card(facts: dict, command: str) -> str:
     """The card as Markdown: what the adapter is, the data, the training, the losses."""
     options, recipe = facts["options"], facts["recipe"]
@@ -199,29 +211,7 @@ def model_card(facts: dict, command: str) -> str:
         f"a step, {options['epochs']:g} epoch, float32 on {options['threads']} threads. The loss covers only the tokens "
         "the model chooses at inference (ops, digits, gen bodies, `</program>`).",
         "",
-        markdown_table(
-            [
-                "steps",
-                "sequences",
-                "tokens",
-                "seconds",
-                "tokens/s",
-                "final training loss (mean of 10 steps)",
-                "validation loss",
-            ],
-            [
-                [
-                    facts["steps"],
-                    facts["trained_sequences"],
-                    f"{facts['trained_tokens']:,}",
-                    f"{facts['train_seconds']:,.0f}",
-                    facts["tokens_per_second"],
-                    facts["final_train_loss"],
-                    ", ".join(f"{loss} (step {step})" for step, loss in facts["val_loss"]) or "-",
-                ]
-            ],
-            right=range(6),
-        ),
+        _training_table(facts),
         "",
         "![loss curve](" + facts["adapter"].removesuffix(".gguf") + "-loss.png)",
         "",
