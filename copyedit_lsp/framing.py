@@ -34,6 +34,7 @@ class MessageFramer:
     def __init__(self, max_bytes: int = MAX_MESSAGE_BYTES):
         self.max_bytes = max_bytes
         self.buffer = bytearray()
+        self.scanned = 0  # the buffer holds no header before this offset past the first (a body arriving)
 
     @property
     def pending(self) -> bool:
@@ -58,11 +59,13 @@ class MessageFramer:
             value = bytes(header.group(1).strip())
             start = header.end()
             valid = value.isdigit() and 0 < int(value) <= self.max_bytes
-            following = HEADER.search(self.buffer, start)
+            following = HEADER.search(self.buffer, max(start, self.scanned))
             end = start + int(value) if valid else start  # a bad length: the JSON value after the header, if any
             if following is None and len(self.buffer) < end and not flush:
                 del self.buffer[: header.start()]
+                self.scanned = max(len(self.buffer) - 256, 0)  # a large body is scanned once, not per chunk
                 return  # the body is still coming
+            self.scanned = 0
             taken = self._body(start, end, following.start() if following else len(self.buffer))
             if taken is None:
                 if following is None and not flush:

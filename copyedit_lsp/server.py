@@ -80,6 +80,14 @@ class CopyeditProtocol(LanguageServerProtocol):
 
     initialize_seen = False
 
+    def get_message_type(self, method: str):
+        """lsprotocol's params type of ``method`` (pygls caches 128 of these by method name: a
+        client sending megabyte-long unknown names would make the cache hold them)."""
+        return types.METHOD_TO_TYPES.get(method, (None,))[0]
+
+    def get_result_type(self, method: str):
+        return types.METHOD_TO_TYPES.get(method, (None, None))[1]
+
     def receive(self, body: bytes) -> None:
         """One framed message body (:mod:`~copyedit_lsp.framing`): structured and handled, or answered
         with the error that says why not."""
@@ -248,9 +256,10 @@ def did_change_configuration(ls: CopyeditServer, params: types.DidChangeConfigur
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]),
 )
 def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """``textDocument/codeAction``: instruction comments, quick fixes, presets, "Edit with instruction..."."""
+    """``textDocument/codeAction``: instruction comments, quick fixes, presets, "Edit with instruction...".
+    Nothing for a document too large to edit (past maxFileBytes), at once: parsing it would stall the loop."""
     document = _open_document(ls, params.text_document.uri)
-    if document is None:
+    if document is None or len(document.source) > ls.settings.max_file_bytes:
         return []
     start, end = params.range.start.line, params.range.end.line
     diagnostics = [

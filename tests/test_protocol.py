@@ -204,3 +204,26 @@ def test_a_huge_content_length_is_survived(server):
     server.send(b"Content-Length: 1000000000000\r\n\r\n")
     server.send(frame(request(9, "textDocument/codeAction", code_action_params())))
     assert isinstance(server.wait_for(9)["result"], list)
+
+
+def rss_bytes(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_unknown_methods_and_huge_documents_keep_memory_and_latency_bounded(server):
+    initialize(server)
+    server.send(frame(request(1, "textDocument/codeAction", code_action_params())))
+    server.wait_for(1)
+    before = rss_bytes(server.process.pid)
+    for k in range(30):  # 30 distinct 4 MB method names: nothing may keep them
+        server.send(frame(request(10 + k, f"$/{k}{'x' * (4 << 20)}", {})))
+        assert server.wait_for(10 + k)["error"]["code"] == -32601
+    assert rss_bytes(server.process.pid) - before < 64 << 20
+    huge = {"uri": "file:///tmp/huge.py", "languageId": "python", "version": 1, "text": "x = 1\n" * (3 << 20)}
+    server.send(frame(notification("textDocument/didOpen", {"textDocument": huge})))
+    params = code_action_params() | {"textDocument": {"uri": huge["uri"]}}
+    server.send(frame(request(50, "textDocument/codeAction", params)))
+    assert server.wait_for(50)["result"] == []  # past maxFileBytes: nothing offered, no parse
