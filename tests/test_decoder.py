@@ -47,11 +47,11 @@ def chosen_tokens(decoder: Decoder, program: Program, n: int) -> int:
     """The tokens a perfect model chooses for ``program``: branch points, digits with a choice, gen bodies."""
 
     def branch_points(name: str, first: int) -> int:
-        alive, depth, points = dict(decoder.op_pieces), 0, 0
+        alive, depth, points = dict(decoder.tokens.ops), 0, 0
         if first > n:  # ordered copies: none can start past the last line
             alive.pop("copy")
         while len(alive) > 1:
-            token = decoder.op_pieces[name][depth]
+            token = decoder.tokens.ops[name][depth]
             points += len({t[depth] for t in alive.values()}) > 1
             alive = {k: v for k, v in alive.items() if v[depth] == token}
             depth += 1
@@ -333,7 +333,7 @@ def test_an_output_cut_short_says_so(tiny, tiny_model_path):
     cut = tiny.edit(before, "Keep it.", budget)
     assert cut.cut == "max_new_tokens" and cut.stats.chosen_tokens == 8
     long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(300))),))
-    small = Decoder(Backend(tiny_model_path, n_ctx=512, n_threads=2))
+    small = Decoder(Backend(tiny_model_path, n_ctx=640, n_threads=2))
     try:
         result = small.edit("x = 1\n", "Write many values.", EditOptions(mode="forced", program=long_gen))
     finally:
