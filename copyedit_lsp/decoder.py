@@ -202,14 +202,7 @@ class Decoder:
         target, speedups = options.program, options.speedups
         if target is not None:
             target.validate(n)
-        drafter = ProgramDrafter(
-            self.tokens,
-            view,
-            self.backend.tokenize,
-            self.backend.piece,
-            ngram=self.draft_ngram,
-            draft_tokens=self.draft_tokens,
-        )
+        drafter = self.drafter(view)
         self._check_fits(run, prompt, len(drafter.lookup.original), options)
         run.prefill(prompt)
         ops: list[Op] = []
@@ -243,6 +236,11 @@ class Decoder:
         text = resolve(program, source)
         run.stats.output_tokens = len(self.backend.tokenize(text)) if text else 0
         return EditResult(program, text, run.stats, tokens, cut=run.cut)
+
+    def drafter(self, view: SourceView) -> ProgramDrafter:
+        """The guesses of a program over ``view``, from this decoder's tokens and draft settings."""
+        return ProgramDrafter(self.tokens, view, self.backend.tokenize, self.backend.piece,
+                              ngram=self.draft_ngram, draft_tokens=self.draft_tokens)  # fmt: skip
 
     def _copy(self, run: TokenRun, view: SourceView, first: int, goal: Op | None, splice: str) -> Copy:
         """The rest of a copy tag from its line numbers on, then its lines spliced."""

@@ -9,7 +9,6 @@ from copyedit_lsp.backend import Backend, BackendError, Vocabulary
 from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
 from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.drafts import ProgramDrafter
 from copyedit_lsp.edit import (
     NO_SPEEDUPS,
     Cancelled,
@@ -134,14 +133,7 @@ def test_program_mode_with_and_without_each_speedup(qwen):
 
 def test_drafts_guess_the_line_after_a_gen(tiny):
     view = SourceView.of("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n")
-    drafter = ProgramDrafter(
-        tiny.tokens,
-        view,
-        tiny.backend.tokenize,
-        tiny.backend.piece,
-        ngram=tiny.draft_ngram,
-        draft_tokens=tiny.draft_tokens,
-    )
+    drafter = tiny.drafter(view)
     drafter.line = 2
     assert drafter.resume_line("b = 20\n") == 3  # one line rewritten
     assert drafter.resume_line("b = 2\nc = 3\nd = 4\n") == 5  # lines written out as they were
