@@ -391,13 +391,11 @@ async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
     try:
         engine.load(settings).result()
         with pytest.raises(RemoteError, match="cannot reach"):
-            await engine.edit("x = 1\n", "Keep it.", settings, EditOptions(language="python"), stop=threading.Event())
+            await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
         answers = [(200, sse('<copy lines="1-1"/>\n'), 0.0), (200, sse("</program>"), 0.0)]
         fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): answers}, port=port)
         try:
-            result = await engine.edit(
-                "x = 1\n", "Keep it.", settings, EditOptions(language="python"), stop=threading.Event()
-            )
+            result = await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
             assert result.program == Program((Copy(1, 1),)) and result.text == "x = 1\n"
         finally:
             fake.close()
