@@ -24,6 +24,7 @@ from typing import BinaryIO
 HEADER = re.compile(
     rb"content-length[ \t]*:[ \t]*([^\r\n]*)\r?\n(?:[!-9;-~]+[ \t]*:[^\r\n]*\r?\n)*\r?\n", re.IGNORECASE
 )
+OTHER_HEADERS = re.compile(rb"(?:[!-9;-~]+[ \t]*:[^\r\n]*\r?\n)+")
 MAX_MESSAGE_BYTES = 64 << 20  # a message's body; the server refuses documents past maxFileBytes anyway
 BODY_TIMEOUT = 1.0  # seconds a declared body may take to arrive before what came is taken as it is
 
@@ -54,7 +55,8 @@ class MessageFramer:
             if header is None:
                 yield from self._unframed(flush)
                 return
-            if self.buffer[: header.start()].strip():
+            before = bytes(self.buffer[: header.start()])
+            if before.strip() and not OTHER_HEADERS.fullmatch(before):  # headers before Content-Length are fine
                 yield f"dropped {header.start()} bytes outside any message"
             value = bytes(header.group(1).strip())
             start = header.end()

@@ -227,3 +227,12 @@ def test_unknown_methods_and_huge_documents_keep_memory_and_latency_bounded(serv
     params = code_action_params() | {"textDocument": {"uri": huge["uri"]}}
     server.send(frame(request(50, "textDocument/codeAction", params)))
     assert server.wait_for(50)["result"] == []  # past maxFileBytes: nothing offered, no parse
+
+
+def test_a_header_before_content_length_is_read_without_a_complaint():
+    body = request(1, "shutdown", None)
+    framer = MessageFramer()
+    framer.feed(
+        b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n" + frame(body) + b"junk\r\n" + frame(body)
+    )
+    assert list(framer.messages()) == [body, "dropped 6 bytes outside any message", body]
