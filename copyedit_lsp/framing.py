@@ -19,6 +19,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 HEADER = re.compile(
@@ -30,7 +31,7 @@ BODY_TIMEOUT = 1.0  # seconds a declared body may take to arrive before what cam
 
 
 class MessageFramer:
-    """Bytes in, message bodies (JSON text) and drop reports out."""
+    """Bytes in, messages (their JSON, parsed once) and drop reports out."""
 
     def __init__(self, max_bytes: int = MAX_MESSAGE_BYTES):
         self.max_bytes = max_bytes
@@ -39,14 +40,15 @@ class MessageFramer:
 
     @property
     def pending(self) -> bool:
-        """Whether bytes wait for more to come (a header without its whole body, say)."""
-        return bool(self.buffer.strip())
+        """Whether bytes wait for more to come (a header without its whole body, say): after
+        :meth:`messages`, whatever the buffer still holds (it keeps no bare whitespace)."""
+        return bool(self.buffer)
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
 
-    def messages(self, *, flush: bool = False) -> Iterator[bytes | str]:
-        """The messages the buffer holds, as bodies (bytes), and why bytes were dropped (str).
+    def messages(self, *, flush: bool = False) -> Iterator[Message | str]:
+        """The messages the buffer holds, as their parsed JSON, and why bytes were dropped (str).
 
         ``flush``: no more bytes are coming soon, so a body still short of its length is taken
         as it is and unframed bytes are dropped."""
@@ -77,29 +79,29 @@ class MessageFramer:
                 del self.buffer[:stop]
                 yield f"dropped a message with Content-Length {value[:24]!r} whose body is not JSON ({stop - start} bytes)"
                 continue
-            body, stop = taken
+            message, stop = taken
             del self.buffer[:stop]
             if not valid:
                 yield f"a message with Content-Length {value[:24]!r} (1 to {self.max_bytes} allowed) read as its JSON"
-            yield body
+            yield message
 
-    def _body(self, start: int, end: int, limit: int) -> tuple[bytes, int] | None:
-        """The body at ``start`` and where it ends: the declared bytes if they are JSON, else the
-        first JSON value before ``limit`` (the next header or the end of the buffer)."""
-        declared = bytes(self.buffer[start:end])
-        if end <= limit and _is_json(declared):
-            return declared, end
+    def _body(self, start: int, end: int, limit: int) -> tuple[Message, int] | None:
+        """The message at ``start`` and where its body ends: the declared bytes if they are JSON,
+        else the first JSON value before ``limit`` (the next header or the end of the buffer)."""
+        if end <= limit:
+            try:
+                return Message(json.loads(self.buffer[start:end])), end
+            except ValueError:  # UnicodeDecodeError is one
+                pass
         text = bytes(self.buffer[start:limit])
         stripped = text.lstrip()
         decoded = stripped.decode("utf-8", errors="surrogateescape")  # garbage may follow the value
         try:
-            _, length = json.JSONDecoder().raw_decode(decoded)
-        except ValueError:
+            data, length = json.JSONDecoder().raw_decode(decoded)
+            used = len(decoded[:length].encode("utf-8"))  # strict: the value itself must be UTF-8
+        except (ValueError, UnicodeEncodeError):
             return None
-        value = decoded[:length].encode("utf-8", errors="surrogateescape")
-        if not _is_json(value):  # the value itself held bytes that are not UTF-8
-            return None
-        return value, start + len(text) - len(stripped) + len(value)
+        return Message(data), start + len(text) - len(stripped) + used
 
     def _unframed(self, flush: bool) -> Iterator[str]:
         """Bytes with no header: the tail kept while a header may still be arriving, the rest dropped."""
@@ -112,18 +114,17 @@ class MessageFramer:
             yield f"dropped {dropped} bytes outside any message"
 
 
-def _is_json(body: bytes) -> bool:
-    try:
-        json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return True
+@dataclass(frozen=True)
+class Message:
+    """One framed message: its JSON value (a JSON-RPC message if it is an object)."""
+
+    data: object
 
 
 async def read_messages(
-    stdin: BinaryIO, handle: Callable[[bytes], None], stop: threading.Event, log: logging.Logger
+    stdin: BinaryIO, handle: Callable[[object], None], stop: threading.Event, log: logging.Logger
 ) -> None:
-    """Frame ``stdin``'s bytes and pass each body to ``handle`` until EOF or ``stop``; a body
+    """Frame ``stdin``'s bytes and pass each message's JSON to ``handle`` until EOF or ``stop``; a body
     still short of its length after :data:`BODY_TIMEOUT` seconds without new bytes is taken as
     it is.  A thread reads the file, so the event loop never blocks on it."""
     loop = asyncio.get_running_loop()
@@ -154,4 +155,4 @@ async def read_messages(
             if isinstance(item, str):
                 log.warning("%s", item)
             else:
-                handle(item)
+                handle(item.data)

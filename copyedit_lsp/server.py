@@ -9,7 +9,6 @@ import argparse
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
 import sys
 import threading
@@ -88,16 +87,11 @@ class CopyeditProtocol(LanguageServerProtocol):
     def get_result_type(self, method: str):
         return types.METHOD_TO_TYPES.get(method, (None, None))[1]
 
-    def receive(self, body: bytes) -> None:
-        """One framed message body (:mod:`~copyedit_lsp.framing`): structured and handled, or answered
-        with the error that says why not."""
-        try:
-            data = json.loads(body)
-        except ValueError as error:
-            log.warning("a message that is not JSON: %s", error)
-            return
+    def receive(self, data: object) -> None:
+        """One framed message's JSON (:mod:`~copyedit_lsp.framing`): structured and handled, or
+        answered with the error that says why not."""
         if not isinstance(data, dict):
-            log.warning("a message that is not a JSON object: %.80s", body)
+            log.warning("a message that is not a JSON object: %.80r", data)
             return
         try:
             message = self.structure_message(data)

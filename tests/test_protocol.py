@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from copyedit_lsp.framing import MessageFramer
+from copyedit_lsp.framing import Message, MessageFramer
 
 DOCUMENT = "file:///tmp/fuzz.py"
 TEXT = "def area(radius):\n    return 3.14 * radius * 2\n"
@@ -62,9 +62,9 @@ class Server:
         framer = MessageFramer()
         while chunk := self.process.stdout.read1(1 << 16):
             framer.feed(chunk)
-            for body in framer.messages():
-                assert isinstance(body, bytes), body  # the server's own framing is exact
-                message = json.loads(body)
+            for item in framer.messages():
+                assert isinstance(item, Message), item  # the server's own framing is exact
+                message = item.data
                 if "id" in message and "method" not in message:
                     self.answers[message["id"]] = message
                 self.arrived.put(message)
@@ -235,4 +235,5 @@ def test_a_header_before_content_length_is_read_without_a_complaint():
     framer.feed(
         b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n" + frame(body) + b"junk\r\n" + frame(body)
     )
-    assert list(framer.messages()) == [body, "dropped 6 bytes outside any message", body]
+    message = Message(json.loads(body))
+    assert list(framer.messages()) == [message, "dropped 6 bytes outside any message", message]
