@@ -235,7 +235,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             bar.set_postfix(ops=stats.ops, copied=stats.spliced_tokens, refresh=False)
             bar.update(stats.chosen_tokens - bar.n)
 
-        options = EditOptions(mode=args.mode, splice=args.splice, language=language_of_path(path.name) or "")
+        language = language_of_path(path.name) or ""
+        options = EditOptions(mode=args.mode, splice=args.splice, language=language, copy_check=args.copy_check)
         result = editor.edit(region, args.instruction, options, on_progress=progress)
         progress(result.stats)
     edited = head + result.text + tail
@@ -424,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_edit_commands(commands) -> None:
     """``analyze``, ``model``, ``apply`` and ``demo``."""
+    from .edit import COPY_CHECK
+
     analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
     analyze.add_argument("analysis", choices=["ceiling", "oracle", "noise", "all"])
     _add_source_arguments(analyze)
@@ -443,6 +446,13 @@ def _add_edit_commands(commands) -> None:
     apply.add_argument("--lines", type=_line_range, help="edit only lines A-B (1-based, inclusive)")
     apply.add_argument("--mode", choices=["program", "rewrite", "lookup"], default="program")
     apply.add_argument("--splice", choices=["prefill", "none"], default="prefill")
+    apply.add_argument(
+        "--copy-check",
+        type=float,
+        default=COPY_CHECK,
+        help="program mode: a copied token less probable than this under the model (and not its first "
+        f"choice) ends the copy before its line, and the model rewrites it (0 turns it off; default {COPY_CHECK})",
+    )
     _add_model_arguments(apply)
     _add_remote_arguments(apply)
     apply.add_argument("--json", action="store_true", help="print JSON")

@@ -8,7 +8,7 @@ from typing import Any
 
 import cattrs
 
-from .edit import EditOptions
+from .edit import COPY_CHECK, EditOptions
 from .models import DEFAULT_MODEL
 
 
@@ -25,6 +25,7 @@ class Settings:
     adapter: str = "default"  # the program modes' span selector: default, none, a shipped name or a .gguf path
     mode: str = "program"  # "program", "rewrite" or "lookup"
     splice: str = "prefill"  # "prefill" or "none"
+    copy_check: float = COPY_CHECK  # program mode: the model checks its copies (EditOptions.copy_check); 0: off
     max_new_tokens: int = 2048
     syntax_guard: bool = True  # refuse a result with more syntax errors than the original
     max_file_bytes: int = 2_000_000  # larger documents get an error, not an edit
@@ -42,6 +43,8 @@ class Settings:
         for name in ("n_ctx", "max_new_tokens", "max_file_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
+        if not 0 <= self.copy_check < 1:
+            raise ValueError(f"copy_check must be in [0, 1), not {self.copy_check!r}")
         if self.n_threads is not None and self.n_threads < 1:
             raise ValueError("n_threads must be positive")
         if self.backend not in ("local", "remote"):
@@ -62,7 +65,13 @@ class Settings:
 
     def edit_options(self, language: str) -> EditOptions:
         """The options of an edit in ``language``."""
-        return EditOptions(mode=self.mode, splice=self.splice, language=language, max_new_tokens=self.max_new_tokens)
+        return EditOptions(
+            mode=self.mode,
+            splice=self.splice,
+            language=language,
+            max_new_tokens=self.max_new_tokens,
+            copy_check=self.copy_check,
+        )
 
     @property
     def model_keys(self) -> tuple:

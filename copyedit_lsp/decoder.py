@@ -44,12 +44,13 @@ from .edit import (
     decoded_program,
     fence_at,
     fixed_prefix,
+    replaced_through,
     rewritten_text,
 )
 from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
 from .prompt import ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
-from .tokens import PieceTrie, ProgramTokens, TokenRun, body_text, write_number
+from .tokens import CopyCheck, PieceTrie, ProgramTokens, TokenRun, body_text, write_number
 
 
 class Decoder:
@@ -207,23 +208,32 @@ class Decoder:
         run.prefill(prompt)
         ops: list[Op] = []
         first = 1  # the first line a copy may start at
+        check = CopyCheck.of(options, self.tokens) if target is None else None
         while not run.out_of_budget():
             goal = target.ops[len(ops)] if target is not None and len(ops) < len(target.ops) else None
             if speedups.draft_tags:
                 run.draft(drafter.next_op(ops[-1] if ops else None, with_body=speedups.draft_gens))
             trie = self.any_op if first <= n else self.no_copy
+            op_start = run.position()
             kind = trie.walk(run, None if target is None else op_kind(goal))
             if kind == "end":
                 break
+            doubted = None  # the line a checked copy stopped before: the model rewrites from there
             if kind == "copy":
-                copy = self._copy(run, view, first, goal, options.splice)
-                first = copy.end + 1 if options.ordered else 1
-                ops.append(copy)
-                drafter.line = copy.end + 1
-            else:
+                copy = self._copy(run, view, first, goal, options.splice, check, op_start)
+                doubted = check.take_doubted() if check is not None else None
+                if copy is not None:
+                    first = copy.end + 1 if options.ordered else 1
+                    ops.append(copy)
+                    drafter.line = copy.end + 1
+                if doubted is not None:
+                    drafter.line = doubted
+            if kind == "gen" or doubted is not None:
                 text, ended = self._gen_body(run, goal.text if isinstance(goal, Gen) else None, drafter, speedups)
                 if text:
                     ops.append(Gen(text))
+                    if options.ordered and target is None:
+                        first = max(first, replaced_through(view, text, doubted) + 1)
                 drafter.line = drafter.resume_line(text)
                 if ended:
                     break
@@ -242,15 +252,40 @@ class Decoder:
         return ProgramDrafter(self.tokens, view, self.backend.tokenize, self.backend.piece,
                               ngram=self.draft_ngram, draft_tokens=self.draft_tokens)  # fmt: skip
 
-    def _copy(self, run: TokenRun, view: SourceView, first: int, goal: Op | None, splice: str) -> Copy:
-        """The rest of a copy tag from its line numbers on, then its lines spliced."""
+    def _copy(
+        self,
+        run: TokenRun,
+        view: SourceView,
+        first: int,
+        goal: Op | None,
+        splice: str,
+        check: CopyCheck | None,
+        op_start: int,
+    ) -> Copy | None:
+        """The rest of a copy tag from its line numbers on, then its lines spliced.  With a
+        ``check``, a copy the model doubts stops before the doubted line (nothing of it is kept
+        when that is its first line: the tag from ``op_start`` on is taken back) and a gen opens."""
         n = len(view.lines)
         scripted = goal if isinstance(goal, Copy) else None
         start = write_number(run, self.tokens, first, n, self.tokens.dash, scripted.start if scripted else None)
+        end_mark = run.position()
         end = write_number(run, self.tokens, start, n, self.tokens.copy_close, scripted.end if scripted else None)
-        if splice == "prefill":
-            run.splice(self.backend.tokenize(view.span(start, end)))
-        return Copy(start, end)
+        if splice != "prefill":
+            return Copy(start, end)
+        tokens = self.backend.tokenize(view.span(start, end))
+        if check is None:
+            run.splice(tokens)
+            return Copy(start, end)
+        doubted = check.splice(run, tokens, self.backend.piece, view.lines[start - 1 : end], start)
+        if doubted is None:
+            return Copy(start, end)
+        kept = Copy(start, doubted - 1) if doubted > start else None
+        run.rewind(end_mark if kept else op_start)
+        if kept:
+            run.force([*self.tokens.number(kept.end), *self.tokens.copy_close])
+            run.splice(self.backend.tokenize(view.span(kept.start, kept.end)))
+        run.force(self.tokens.ops["gen"])
+        return kept
 
     def _gen_body(
         self, run: TokenRun, goal: str | None, drafter: ProgramDrafter, speedups: Speedups

@@ -9,13 +9,14 @@ that share this module and nothing else.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, TypeVar
 
 from .program import Gen, Op, Program
-from .prompt import EXAMPLE_SETS
+from .prompt import EXAMPLE_SETS, SourceView, as_model_sees
 
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
@@ -54,6 +55,7 @@ class EditStats:
     requests: int = 0  # completion requests to a remote server (remote backend only)
     drafted_tokens: int = 0  # tokens guessed ahead (ops, gen bodies, lookup) and verified in a batch
     accepted_tokens: int = 0  # drafted tokens the decoder then forced or chose
+    doubted_copies: int = 0  # copies the model's check stopped early (EditOptions.copy_check)
     output_tokens: int = 0  # tokens of the edited region as the model would write it in full
     constraint_seconds: float = 0.0  # time spent computing masks and picking among candidates
     prefill_seconds: float = 0.0
@@ -121,6 +123,10 @@ class Speedups:
 
 NO_SPEEDUPS = Speedups(force=False, merge=False, draft_tags=False, draft_gens=False)
 
+# The least probability a copied token may have under the model unless it is the model's first
+# choice (EditOptions.copy_check), chosen on synthetic training-style edits, never on evaluation data.
+COPY_CHECK = 0.05
+
 
 @dataclass(frozen=True)
 class EditOptions:
@@ -129,7 +135,9 @@ class EditOptions:
     ``program`` is the script of ``forced`` mode (and only of it); ``ordered`` makes every copy
     start after the previous copy's last line; ``examples`` names the prompt's few-shot set
     (:data:`~copyedit_lsp.prompt.EXAMPLE_SETS`; None: the decoder's choice for the mode);
-    ``max_new_tokens`` caps the tokens the model may write.
+    ``max_new_tokens`` caps the tokens the model may write; ``copy_check``, when above 0, has the
+    model check each copy as it is spliced (:class:`~copyedit_lsp.tokens.CopyCheck`): a copied
+    token less probable than this and not the model's first choice ends the copy before its line.
     """
 
     mode: str = "program"
@@ -140,6 +148,7 @@ class EditOptions:
     examples: str | None = None
     speedups: Speedups = Speedups()
     max_new_tokens: int = 4096
+    copy_check: float = COPY_CHECK
 
     def check(self, modes: Sequence[str], examples: str) -> None:
         """Raise ValueError unless the mode is one of ``modes``, the splice and the example set
@@ -153,6 +162,8 @@ class EditOptions:
             raise ValueError("forced mode, and only forced mode, takes a program")
         if self.max_new_tokens < 1:
             raise ValueError("max_new_tokens must be positive")
+        if not 0 <= self.copy_check < 1:
+            raise ValueError("copy_check must be in [0, 1)")
 
     def budget(self, source_tokens: float) -> int:
         """The tokens the model may write for a text of ``source_tokens``: twice the text and some
@@ -266,3 +277,20 @@ def decoded_program(ops: list[Op], source: str) -> Program:
             op = Gen(text)
         fixed.append(op)
     return Program(tuple(fixed))
+
+
+def replaced_through(view: SourceView, text: str, doubted: int | None) -> int:
+    """The last input line a gen of ``text`` stands in for, as far as can be told (0: none): the one
+    input line its last line reproduces, else the ``doubted`` line it was opened at when its first
+    line resembles that line (rewritten, not inserted before it).  Ordered copies resume after it,
+    in both decoders: a copy never repeats what a gen wrote."""
+    lines = as_model_sees(text).splitlines(True)
+    reproduced = view.distinct_line(lines[-1])
+    if reproduced is not None:
+        return reproduced
+    if (
+        doubted is not None
+        and difflib.SequenceMatcher(None, lines[0].strip(), view.lines[doubted - 1].strip()).ratio() >= 0.6
+    ):
+        return doubted
+    return 0

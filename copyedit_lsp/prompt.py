@@ -83,6 +83,12 @@ class SourceView:
     def numbered(self) -> str:
         return "".join(f"{number}| {line}" for number, line in enumerate(self.lines, 1))
 
+    def distinct_line(self, line: str) -> int | None:
+        """The number of the one input line equal to ``line`` (as the model sees it, ending in a
+        line break), when exactly one is and it holds at least 10 characters besides indentation."""
+        numbers = [number for number, text in enumerate(self.lines, 1) if text == line]
+        return numbers[0] if len(numbers) == 1 and len(line.strip()) >= 10 else None
+
     def span(self, start: int, end: int) -> str:
         """The text of lines ``start``..``end`` (1-based, inclusive), as spliced after a copy."""
         return "".join(self.lines[start - 1 : end])

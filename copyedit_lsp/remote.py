@@ -36,6 +36,7 @@ from .edit import (
     decoded_program,
     fence_at,
     fixed_prefix,
+    replaced_through,
     rewritten_text,
 )
 from .grammar import literal_grammar, op_grammar
@@ -347,7 +348,8 @@ class RemoteDecoder:
         on_progress: ProgressCallback | None = None,
     ) -> EditResult:
         """Edit ``source`` by ``instruction`` as the local decoder does, one request per op
-        (:class:`~copyedit_lsp.edit.Editor`; the local decoder's speedups do not apply)."""
+        (:class:`~copyedit_lsp.edit.Editor`; the local decoder's speedups and copy check do not
+        apply: a completions server returns no logits of the copied lines)."""
         examples = options.examples or "default"
         options.check(REMOTE_MODES, examples)
         started = time.perf_counter()
@@ -392,6 +394,8 @@ class RemoteDecoder:
                 if options.splice == "prefill":
                     prompt += view.span(op.start, op.end)
                     stats.splice_calls += 1
+            elif isinstance(op, Gen) and options.ordered and target is None:
+                first = max(first, replaced_through(view, op.text, None) + 1)
             stats.ops = len(ops)
             session.watch.report()
             if ended:

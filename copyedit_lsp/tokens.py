@@ -9,6 +9,9 @@ branch; :func:`write_number` writes a line number under the digit mask of
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .edit import ContextOverflow, DecodeError, EditWatch
+from .edit import ContextOverflow, DecodeError, EditOptions, EditWatch
 from .grammar import digit_choices
 from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, unescape
 
@@ -136,6 +139,44 @@ class TokenRun:
         if not self.merge:
             self.flush()
 
+    def checked_splice(
+        self, tokens: Sequence[int], doubts: Callable[[np.ndarray, int], bool], checked: Sequence[bool]
+    ) -> int | None:
+        """A closed copy's lines evaluated in one batch with logits at every position, then taken
+        while the model does not ``doubt`` them (``doubts(logits, token)``, where ``checked``);
+        return the index of the first doubted token, which stays ahead of the current position
+        with the rest, or None when all were taken."""
+        if self.ahead:
+            self._drop_draft()
+        self.stats.spliced_tokens += len(tokens)
+        self.stats.splice_calls += 1
+        self.stats.splice_spans.append(len(tokens))
+        self.pending_splice = len(tokens)
+        self._eval(tokens)
+        for index, token in enumerate(tokens):
+            assert self.logits is not None
+            if checked[index] and doubts(self.logits, token):
+                return index
+            self.ahead.pop(0)
+            self.logits = self.ahead_logits.pop(0)
+        return None
+
+    def position(self) -> int:
+        """The current position: the tokens of the edit so far, cached or pending."""
+        return len(self.backend.cached) - len(self.ahead) + len(self.pending)
+
+    def rewind(self, position: int) -> None:
+        """Go back to ``position`` (of :meth:`position`): what came after it leaves the cache."""
+        self._drop_draft()
+        cached = len(self.backend.cached)
+        if position >= cached:
+            self.pending = self.pending[: position - cached]
+        else:
+            self.pending = []
+            self.backend.truncate(position)
+            self.logits = None
+        self.pending_splice = min(self.pending_splice, len(self.pending))
+
     def flush(self) -> None:
         """Evaluate the pending tokens (a decode step, or a splice when they hold copied lines)."""
         if self.pending:
@@ -223,6 +264,66 @@ class TokenRun:
         self._take(token)
         self.watch.tick()
         return token
+
+
+@dataclass
+class CopyCheck:
+    """The model's check of the lines it copies, read off the splice's logits: a copied token the
+    model finds unlikely (less probable than the threshold and not its first choice, the openings
+    of ops left out; a line's first token is not judged) ends the copy before its line, and the
+    model rewrites from there.  A line doubted once is not doubted again, so a model that copies
+    it anyway moves on."""
+
+    log_threshold: float
+    masked: list[int]  # the first tokens of the ops' openings
+    checked: int = 0  # lines up to this one are not doubted again
+    doubted: int | None = None  # the line the last checked copy stopped before
+
+    @classmethod
+    def of(cls, options: EditOptions, tokens: ProgramTokens) -> CopyCheck | None:
+        """The check ``options.copy_check`` asks for (None when off, or when nothing is spliced)."""
+        if options.copy_check <= 0 or options.splice != "prefill":
+            return None
+        return cls(math.log(options.copy_check), sorted({piece[0] for piece in tokens.ops.values()}))
+
+    def doubts(self, logits: np.ndarray, token: int) -> bool:
+        """Whether the model, at logits ``logits``, doubts the copied ``token``."""
+        if token in self.masked:
+            return False
+        saved = logits[self.masked].copy()
+        logits[self.masked] = -np.inf  # the row stays the caller's: put back below
+        try:
+            best = float(logits.max())
+            if logits[token] >= best:
+                return False
+            return float(logits[token]) - best - math.log(float(np.exp(logits - best).sum())) < self.log_threshold
+        finally:
+            logits[self.masked] = saved
+
+    def splice(
+        self, run: TokenRun, tokens: Sequence[int], piece: Callable[[int], bytes], lines: Sequence[str], start: int
+    ) -> int | None:
+        """Splice the ``tokens`` of input lines ``lines`` (from line ``start`` on), checked; return
+        the line the model doubts (from it on nothing is taken), or None."""
+        bounds = list(itertools.accumulate(len(line.encode()) for line in lines))
+        ends = itertools.accumulate(len(piece(token)) for token in tokens)
+        line_of = [start + bisect.bisect_right(bounds, end - 1) for end in ends]  # a token's line: its last byte's
+        # A line's first token is not judged: where a line starts the model weighs the program's
+        # next op against the text, and what it expects of the text there says little.
+        checked = [
+            line > self.checked and (index > 0 and line_of[index - 1] == line) for index, line in enumerate(line_of)
+        ]
+        index = run.checked_splice(tokens, self.doubts, checked)
+        if index is None:
+            return None
+        self.checked = self.doubted = line_of[index]
+        run.stats.doubted_copies += 1
+        return self.doubted
+
+    def take_doubted(self) -> int | None:
+        """The line the last copy stopped before, if it did; forgotten once taken."""
+        doubted, self.doubted = self.doubted, None
+        return doubted
 
 
 class PieceTrie:

@@ -152,12 +152,12 @@ def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
 
 
 def test_program_mode_on_real_edits_with_the_default_model(qwen):
-    """20 HumanEvalFix items: programs parse and stay in range; each copy is one splice of its lines;
-    copying programs take fewer decode steps than the tokens they output (summed: a program that
-    copies one short line and regenerates the rest pays more in tags than it saves)."""
+    """20 HumanEvalFix items, the copy check off: programs parse and stay in range; each copy is one
+    splice of its lines; copying programs take fewer decode steps than the tokens they output (summed:
+    a program that copies one short line and regenerates the rest pays more in tags than it saves)."""
     steps = output = 0
     for item in load_items("humanevalfix-python", limit=20):
-        result = qwen.edit(item.before, item.instruction, EditOptions(language="python"))
+        result = qwen.edit(item.before, item.instruction, EditOptions(language="python", copy_check=0.0))
         view = SourceView.of(item.before)
         program = parse_program(result.program.to_text(), n_lines=len(view.lines))
         assert resolve(program, item.before) == result.text
@@ -169,6 +169,34 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
             steps += result.stats.decode_steps
             output += result.stats.output_tokens
     assert 0 < steps < output
+
+
+@pytest.fixture(scope="module")
+def selector(default_model_path):
+    decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)  # the shipped selector by default
+    yield decoder
+    decoder.close()
+
+
+def test_a_copy_the_model_doubts_stops_there_and_the_model_rewrites_the_line(selector):
+    """With the shipped selector: the copy over the buggy line of HumanEvalFix Python/8 is cut
+    before that line and the model writes the fix (with the check off it copies the bug); on 10
+    items every copy the check cut was spliced once more up to the doubted line or dropped, so
+    the splices number the program's copies plus the doubts, and programs still resolve."""
+    items = load_items("humanevalfix-python", limit=10)
+    item = next(i for i in items if i.id == "Python/8")
+    checked = selector.edit(item.before, item.instruction, EditOptions(language="python"))
+    unchecked = selector.edit(item.before, item.instruction, EditOptions(language="python", copy_check=0.0))
+    assert checked.stats.doubted_copies >= 1 and checked.text == item.after
+    assert unchecked.stats.doubted_copies == 0 and unchecked.text != item.after
+    doubts = 0
+    for item in items:
+        result = selector.edit(item.before, item.instruction, EditOptions(language="python"))
+        copies = [op for op in result.program.ops if isinstance(op, Copy)]
+        assert len(result.stats.splice_spans) == len(copies) + result.stats.doubted_copies, item.id
+        assert resolve(result.program, item.before) == result.text
+        doubts += result.stats.doubted_copies
+    assert doubts >= 2
 
 
 def test_second_edit_reuses_the_prompt_prefix(tiny):

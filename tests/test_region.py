@@ -27,6 +27,12 @@ def test_settings_from_camel_or_snake_case_and_a_copyedit_section():
     assert updated(s, None) == s
 
 
+def test_the_copy_check_is_a_setting_of_each_edit_not_of_the_model():
+    s = updated(Settings(), {"copyCheck": 0})
+    assert s.edit_options("python").copy_check == 0 and Settings().edit_options("python").copy_check > 0
+    assert s.model_keys == Settings().model_keys
+
+
 def test_batch_invariance_is_a_setting_that_reloads_the_model():
     s = updated(Settings(), {"batchInvariant": True})
     assert s.batch_invariant is True
@@ -42,6 +48,8 @@ def test_batch_invariance_is_a_setting_that_reloads_the_model():
         ({"syntaxGuard": "yes"}, "syntax_guard"),
         ({"nThreads": 0}, "n_threads"),
         ({"batchInvariant": 1}, "batch_invariant"),
+        ({"copyCheck": 1.5}, "copy_check"),
+        ({"copyCheck": -0.1}, "copy_check"),
     ],
 )
 def test_bad_settings_are_refused_with_the_key_named(options, message):

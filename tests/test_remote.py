@@ -132,7 +132,8 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
     assert remote_decoder.model == DEFAULT_MODEL  # the first model the server lists
     copies = 0
     for item in items:
-        here = local_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
+        # the copy check reads logits a completions server does not return: the local one is off here
+        here = local_decoder.edit(item.before, item.instruction, EditOptions(language=item.language, copy_check=0.0))
         there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
         assert there.program == here.program, item.id
         assert there.text == here.text, item.id

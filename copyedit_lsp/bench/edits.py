@@ -54,6 +54,7 @@ ABLATIONS: dict[str, Speedups] = {
 BASE_MODES: dict[str, dict] = {
     "program": {"mode": "program", "splice": "prefill"},
     "program-none": {"mode": "program", "splice": "none"},
+    "program-unchecked": {"mode": "program", "splice": "prefill", "copy_check": 0.0},
     "rewrite": {"mode": "rewrite", "splice": "prefill"},
     "lookup": {"mode": "lookup", "splice": "prefill"},
     "forced": {"mode": "forced", "splice": "prefill"},
@@ -91,6 +92,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "requests": stats.requests,
         "drafted_tokens": stats.drafted_tokens,
         "accepted_tokens": stats.accepted_tokens,
+        "doubted_copies": stats.doubted_copies,
         "tokens": list(result.tokens),
         "cut": result.cut,  # why the output was cut short, if it was
     }
@@ -245,6 +247,8 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
             entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(
                 r["drafted_tokens"] for r in values
             )
+        if doubted := sum(r.get("doubted_copies", 0) for r in values):
+            entry["doubted_copies"] = doubted
         if local := by_mode.get(REMOTE_REFERENCES.get(name), {}):
             entry |= _against_local(name, mode_rows, local)
         reference = by_mode.get(REFERENCES.get(name), {})
@@ -315,6 +319,12 @@ def _notes(summary: dict[str, dict]) -> list[str]:
             out.append(
                 f"\n{name} wrote the same tokens as {e['reference']} on {e['same_tokens']}/{e['items']} items{parted}."
             )
+    if doubts := {name: e["doubted_copies"] for name, e in summary.items() if "doubted_copies" in e}:
+        out.append(
+            "\nCopies the model's check stopped early: "
+            + ", ".join(f"{name} {count} in {summary[name]['items']} edits" for name, count in doubts.items())
+            + "."
+        )
     if drafting := {name: e["accepted_share"] for name, e in summary.items() if "accepted_share" in e}:
         out.append(
             "\nDrafted tokens accepted: " + ", ".join(f"{name} {share:.0%}" for name, share in drafting.items()) + "."

@@ -57,6 +57,7 @@ function readConfig(): logic.Config {
     gpuLayers: config.get<number>("gpuLayers"),
     batchInvariant: config.get<boolean>("batchInvariant"),
     adapter: config.get<string>("adapter"),
+    copyCheck: config.get<number>("copyCheck"),
     nCtx: config.get<number>("nCtx"),
     syntaxGuard: config.get<boolean>("syntaxGuard"),
   };

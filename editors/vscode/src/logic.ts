@@ -31,6 +31,7 @@ export interface Config {
   gpuLayers?: number;
   batchInvariant?: boolean;
   adapter?: string;
+  copyCheck?: number;
   nCtx?: number;
   syntaxGuard?: boolean;
 }
@@ -49,6 +50,7 @@ export interface ServerSettings {
   nGpuLayers?: number;
   batchInvariant?: boolean;
   adapter?: string;
+  copyCheck?: number;
   nCtx?: number;
   syntaxGuard?: boolean;
 }
@@ -68,6 +70,9 @@ export function initializationOptions(config: Config): ServerSettings {
   if (Number.isInteger(config.gpuLayers)) options.nGpuLayers = config.gpuLayers;
   if (typeof config.batchInvariant === "boolean") options.batchInvariant = config.batchInvariant;
   if (config.adapter) options.adapter = config.adapter;
+  if (typeof config.copyCheck === "number" && config.copyCheck >= 0 && config.copyCheck < 1) {
+    options.copyCheck = config.copyCheck;
+  }
   if (isCount(config.nCtx)) options.nCtx = config.nCtx;
   if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
   return options;

@@ -22,6 +22,7 @@ describe("settings -> initializationOptions", () => {
       gpuLayers: -1,
       batchInvariant: true,
       adapter: "none",
+      copyCheck: 0,
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -32,6 +33,7 @@ describe("settings -> initializationOptions", () => {
       nGpuLayers: -1,
       batchInvariant: true,
       adapter: "none",
+      copyCheck: 0,
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -42,7 +44,7 @@ describe("settings -> initializationOptions", () => {
   });
 
   test("empty, missing or invalid values are omitted", () => {
-    assert.deepEqual(logic.initializationOptions({ model: "", threads: 0, nCtx: -5, gpuLayers: 1.5 }), {});
+    assert.deepEqual(logic.initializationOptions({ model: "", threads: 0, nCtx: -5, gpuLayers: 1.5, copyCheck: 1 }), {});
     assert.deepEqual(logic.initializationOptions({}), {});
   });
 
@@ -69,6 +71,7 @@ describe("settings -> initializationOptions", () => {
       gpuLayers: properties["copyedit.gpuLayers"].default as number,
       batchInvariant: properties["copyedit.batchInvariant"].default as boolean,
       adapter: properties["copyedit.adapter"].default as string,
+      copyCheck: properties["copyedit.copyCheck"].default as number,
       nCtx: properties["copyedit.nCtx"].default as number,
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
     };
@@ -84,6 +87,7 @@ describe("settings -> initializationOptions", () => {
       nGpuLayers: 0,
       batchInvariant: false,
       adapter: "default",
+      copyCheck: 0.05,
       nCtx: 4096,
       syntaxGuard: true,
     });
