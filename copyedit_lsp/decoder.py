@@ -233,7 +233,10 @@ class Decoder:
                 if text:
                     ops.append(Gen(text))
                     if options.ordered and target is None:
-                        first = max(first, replaced_through(view, text, doubted) + 1)
+                        through = replaced_through(view, text, doubted, first)
+                        if through == n:
+                            break  # the gen wrote out the input's last line: the program is complete
+                        first = max(first, through + 1)
                 drafter.line = drafter.resume_line(text)
                 if ended:
                     break
@@ -241,6 +244,7 @@ class Decoder:
             run.watch.report()
         else:
             run.force(self.tokens.ops["end"])
+        run.stats.ops = len(ops)
         tokens = run.answer(len(prompt))
         program = decoded_program(ops, source)
         text = resolve(program, source)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Protocol, TypeVar
 
 from .program import Gen, Op, Program
-from .prompt import EXAMPLE_SETS, SourceView, as_model_sees
+from .prompt import EXAMPLE_SETS, SourceView
 
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
@@ -279,18 +279,22 @@ def decoded_program(ops: list[Op], source: str) -> Program:
     return Program(tuple(fixed))
 
 
-def replaced_through(view: SourceView, text: str, doubted: int | None) -> int:
-    """The last input line a gen of ``text`` stands in for, as far as can be told (0: none): the one
-    input line its last line reproduces, else the ``doubted`` line it was opened at when its first
-    line resembles that line (rewritten, not inserted before it).  Ordered copies resume after it,
-    in both decoders: a copy never repeats what a gen wrote."""
-    lines = as_model_sees(text).splitlines(True)
+def replaced_through(view: SourceView, text: str, doubted: int | None, first: int) -> int:
+    """The last input line a gen of ``text``, written where a copy could start at ``first``, stands
+    in for, as far as can be told (0: none): the one input line its last line reproduces, when the
+    gen has lines enough for every non-blank input line from ``first`` to it (a move or a swap
+    writes a later line out early: nothing is skipped then); and the ``doubted`` line it was opened
+    at when its first line resembles that line (rewritten, not inserted before it).  Ordered copies
+    resume after it, in both decoders: a copy never repeats what a gen wrote."""
+    lines = SourceView.of(text).lines
+    through = 0
     reproduced = view.distinct_line(lines[-1])
-    if reproduced is not None:
-        return reproduced
+    if reproduced is not None and reproduced >= first:
+        between = sum(1 for line in view.lines[first - 1 : reproduced] if line.strip())
+        through = reproduced if between <= len(lines) else 0
     if (
         doubted is not None
         and difflib.SequenceMatcher(None, lines[0].strip(), view.lines[doubted - 1].strip()).ratio() >= 0.6
     ):
-        return doubted
-    return 0
+        through = max(through, doubted)
+    return through

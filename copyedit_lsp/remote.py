@@ -395,13 +395,17 @@ class RemoteDecoder:
                     prompt += view.span(op.start, op.end)
                     stats.splice_calls += 1
             elif isinstance(op, Gen) and options.ordered and target is None:
-                first = max(first, replaced_through(view, op.text, None) + 1)
+                through = replaced_through(view, op.text, None, first)
+                if through == n:
+                    break  # the gen wrote out the input's last line: the program is complete
+                first = max(first, through + 1)
             stats.ops = len(ops)
             session.watch.report()
             if ended:
                 break
         else:
             cut = "max_new_tokens"
+        stats.ops = len(ops)
         program = decoded_program(ops, source)
         return EditResult(program, resolve(program, source), stats, cut=cut)
 

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .backend import Backend
 
 
+CHECK_CHUNK = 256  # copied tokens evaluated with their logits at a time (a row is the whole vocabulary)
+
+
 @dataclass(frozen=True)
 class ProgramTokens:
     """The token ids of the program's fixed pieces in one model's vocabulary."""
@@ -142,23 +145,26 @@ class TokenRun:
     def checked_splice(
         self, tokens: Sequence[int], doubts: Callable[[np.ndarray, int], bool], checked: Sequence[bool]
     ) -> int | None:
-        """A closed copy's lines evaluated in one batch with logits at every position, then taken
-        while the model does not ``doubt`` them (``doubts(logits, token)``, where ``checked``);
-        return the index of the first doubted token, which stays ahead of the current position
-        with the rest, or None when all were taken."""
+        """A closed copy's lines evaluated in batches of :data:`CHECK_CHUNK` with logits at every
+        position, each batch's tokens taken while the model does not ``doubt`` them
+        (``doubts(logits, token)``, where ``checked``) before the next is evaluated; return the index
+        of the first doubted token (it and the rest of its batch stay ahead of the current position,
+        the rest of the copy is never evaluated), or None when all were taken."""
         if self.ahead:
             self._drop_draft()
         self.stats.spliced_tokens += len(tokens)
         self.stats.splice_calls += 1
         self.stats.splice_spans.append(len(tokens))
-        self.pending_splice = len(tokens)
-        self._eval(tokens)
-        for index, token in enumerate(tokens):
-            assert self.logits is not None
-            if checked[index] and doubts(self.logits, token):
-                return index
-            self.ahead.pop(0)
-            self.logits = self.ahead_logits.pop(0)
+        for offset in range(0, len(tokens), CHECK_CHUNK):
+            chunk = tokens[offset : offset + CHECK_CHUNK]
+            self.pending_splice = len(chunk)
+            self._eval(chunk)
+            for index, token in enumerate(chunk, offset):
+                assert self.logits is not None
+                if checked[index] and doubts(self.logits, token):
+                    return index
+                self.ahead.pop(0)
+                self.logits = self.ahead_logits.pop(0)
         return None
 
     def position(self) -> int:
@@ -271,12 +277,12 @@ class CopyCheck:
     """The model's check of the lines it copies, read off the splice's logits: a copied token the
     model finds unlikely (less probable than the threshold and not its first choice, the openings
     of ops left out; a line's first token is not judged) ends the copy before its line, and the
-    model rewrites from there.  A line doubted once is not doubted again, so a model that copies
-    it anyway moves on."""
+    model rewrites from there.  No line up to the last doubted one is doubted again, so a model
+    that copies it anyway moves on."""
 
     log_threshold: float
     masked: list[int]  # the first tokens of the ops' openings
-    checked: int = 0  # lines up to this one are not doubted again
+    checked: int = 0  # no line up to this one is doubted again
     doubted: int | None = None  # the line the last checked copy stopped before
 
     @classmethod
@@ -306,7 +312,10 @@ class CopyCheck:
         """Splice the ``tokens`` of input lines ``lines`` (from line ``start`` on), checked; return
         the line the model doubts (from it on nothing is taken), or None."""
         bounds = list(itertools.accumulate(len(line.encode()) for line in lines))
-        ends = itertools.accumulate(len(piece(token)) for token in tokens)
+        ends = list(itertools.accumulate(len(piece(token)) for token in tokens))
+        if not ends or ends[-1] != bounds[-1] or len(tokens) > run.room():
+            run.splice(tokens)  # pieces that do not spell the lines (a tokenizer adding a space), or no room: unchecked
+            return None
         line_of = [start + bisect.bisect_right(bounds, end - 1) for end in ends]  # a token's line: its last byte's
         # A line's first token is not judged: where a line starts the model weighs the program's
         # next op against the text, and what it expects of the text there says little.

@@ -75,12 +75,14 @@ def test_a_gen_that_writes_out_a_distinct_input_line_stands_in_for_it():
     assert repeated.distinct_line("total = total + 1\n") is None  # two input lines are equal to it
     assert repeated.distinct_line("return total\n") == 3
     assert SourceView.of("x = 1\nreturn x\n").distinct_line("return x\n") is None  # too short to tell
-    assert replaced_through(view, "def largest(numbers: List[int]) -> int:\n", None) == 4
-    assert replaced_through(view, "    # a new comment\n    best = numbers[0]\n", None) == 5
+    assert replaced_through(view, "def largest(numbers: List[int]) -> int:\n", None, first=2) == 4  # past blanks
+    assert replaced_through(view, "    # a new comment\n    best = numbers[0]\n", None, first=5) == 5
+    # a line moved up: written out where line 5 was, so line 5 must still be copyable after it
+    assert replaced_through(view, "    for n in numbers:\n", None, first=5) == 0
 
 
 def test_a_gen_opened_at_a_doubted_line_replaces_it_only_if_it_resembles_it():
     view = SourceView.of(SOURCE)
-    assert replaced_through(view, "        best = max(best, n)\n", 7) == 7  # the line, rewritten
-    assert replaced_through(view, "        print(n)\n", 7) == 0  # a line put before it
-    assert replaced_through(view, "        best = max(best, n)\n", None) == 0  # no doubt, no guess
+    assert replaced_through(view, "        best = max(best, n)\n", 7, first=7) == 7  # the line, rewritten
+    assert replaced_through(view, "        print(n)\n", 7, first=7) == 0  # a line put before it
+    assert replaced_through(view, "        best = max(best, n)\n", None, first=7) == 0  # no doubt, no guess

@@ -69,6 +69,7 @@ MODES |= {f"remote-{base}": BASE_MODES[base] | {"remote": True} for base in ("pr
 REFERENCES = {"lookup": "rewrite"} | {f"{base}-{name}": base for base in ("program", "forced") for name in ABLATIONS}
 # The local mode whose program and text a remote mode should write.
 REMOTE_REFERENCES = {name: name.removeprefix("remote-") for name, options in MODES.items() if options.get("remote")}
+REMOTE_REFERENCES["remote-program"] = "program-unchecked"  # a completions server returns no logits to check copies by
 
 
 def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
