@@ -26,6 +26,7 @@ chosen anyway costs no step of its own.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .adapters import Selector
@@ -51,6 +52,15 @@ from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
 from .prompt import ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
 from .tokens import CopyCheck, PieceTrie, ProgramTokens, TokenRun, body_text, write_number
+
+
+@dataclass(frozen=True)
+class CopyOutcome:
+    """What a closed copy tag came to: the copy kept (None: taken back whole) and the line the
+    model doubted, where the copy check stopped it."""
+
+    kept: Copy | None
+    doubted: int | None = None
 
 
 class Decoder:
@@ -220,12 +230,12 @@ class Decoder:
                 break
             doubted = None  # the line a checked copy stopped before: the model rewrites from there
             if kind == "copy":
-                copy = self._copy(run, view, first, goal, options.splice, check, op_start)
-                doubted = check.take_doubted() if check is not None else None
-                if copy is not None:
-                    first = copy.end + 1 if options.ordered else 1
-                    ops.append(copy)
-                    drafter.line = copy.end + 1
+                outcome = self._copy(run, view, first, goal, options.splice, check, op_start)
+                if outcome.kept is not None:
+                    first = outcome.kept.end + 1 if options.ordered else 1
+                    ops.append(outcome.kept)
+                    drafter.line = outcome.kept.end + 1
+                doubted = outcome.doubted
                 if doubted is not None:
                     drafter.line = doubted
             if kind == "gen" or doubted is not None:
@@ -265,7 +275,7 @@ class Decoder:
         splice: str,
         check: CopyCheck | None,
         op_start: int,
-    ) -> Copy | None:
+    ) -> CopyOutcome:
         """The rest of a copy tag from its line numbers on, then its lines spliced.  With a
         ``check``, a copy the model doubts stops before the doubted line (nothing of it is kept
         when that is its first line: the tag from ``op_start`` on is taken back) and a gen opens."""
@@ -275,21 +285,21 @@ class Decoder:
         end_mark = run.position()
         end = write_number(run, self.tokens, start, n, self.tokens.copy_close, scripted.end if scripted else None)
         if splice != "prefill":
-            return Copy(start, end)
+            return CopyOutcome(Copy(start, end))
         tokens = self.backend.tokenize(view.span(start, end))
         if check is None:
             run.splice(tokens)
-            return Copy(start, end)
+            return CopyOutcome(Copy(start, end))
         doubted = check.splice(run, tokens, self.backend.piece, view.lines[start - 1 : end], start)
         if doubted is None:
-            return Copy(start, end)
+            return CopyOutcome(Copy(start, end))
         kept = Copy(start, doubted - 1) if doubted > start else None
         run.rewind(end_mark if kept else op_start)
         if kept:
             run.force([*self.tokens.number(kept.end), *self.tokens.copy_close])
             run.splice(self.backend.tokenize(view.span(kept.start, kept.end)))
         run.force(self.tokens.ops["gen"])
-        return kept
+        return CopyOutcome(kept, doubted)
 
     def _gen_body(
         self, run: TokenRun, goal: str | None, drafter: ProgramDrafter, speedups: Speedups

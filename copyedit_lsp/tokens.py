@@ -130,9 +130,7 @@ class TokenRun:
 
     def splice(self, tokens: Sequence[int]) -> None:
         """A closed copy's lines: evaluated in one batch with what is pending around them."""
-        self.stats.spliced_tokens += len(tokens)
-        self.stats.splice_calls += 1
-        self.stats.splice_spans.append(len(tokens))
+        self._count_splice(tokens)
         if not self.merge:
             self.flush()
         before = len(self.pending)
@@ -152,9 +150,7 @@ class TokenRun:
         the rest of the copy is never evaluated), or None when all were taken."""
         if self.ahead:
             self._drop_draft()
-        self.stats.spliced_tokens += len(tokens)
-        self.stats.splice_calls += 1
-        self.stats.splice_spans.append(len(tokens))
+        self._count_splice(tokens)
         for offset in range(0, len(tokens), CHECK_CHUNK):
             chunk = tokens[offset : offset + CHECK_CHUNK]
             self.pending_splice = len(chunk)
@@ -166,6 +162,11 @@ class TokenRun:
                 self.ahead.pop(0)
                 self.logits = self.ahead_logits.pop(0)
         return None
+
+    def _count_splice(self, tokens: Sequence[int]) -> None:
+        self.stats.spliced_tokens += len(tokens)
+        self.stats.splice_calls += 1
+        self.stats.splice_spans.append(len(tokens))
 
     def position(self) -> int:
         """The current position: the tokens of the edit so far, cached or pending."""
@@ -283,7 +284,6 @@ class CopyCheck:
     log_threshold: float
     masked: list[int]  # the first tokens of the ops' openings
     checked: int = 0  # no line up to this one is doubted again
-    doubted: int | None = None  # the line the last checked copy stopped before
 
     @classmethod
     def of(cls, options: EditOptions, tokens: ProgramTokens) -> CopyCheck | None:
@@ -325,14 +325,9 @@ class CopyCheck:
         index = run.checked_splice(tokens, self.doubts, checked)
         if index is None:
             return None
-        self.checked = self.doubted = line_of[index]
+        self.checked = line_of[index]
         run.stats.doubted_copies += 1
-        return self.doubted
-
-    def take_doubted(self) -> int | None:
-        """The line the last copy stopped before, if it did; forgotten once taken."""
-        doubted, self.doubted = self.doubted, None
-        return doubted
+        return self.checked
 
 
 class PieceTrie:
