@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import time
 from collections.abc import Sequence
@@ -199,6 +200,11 @@ class Backend:
     def is_end_of_generation(self, token: int) -> bool:
         """Whether ``token`` ends the model's turn (EOS, ``<|im_end|>``, ...)."""
         return bool(self._C.llama_vocab_is_eog(self._vocab, token))
+
+    @functools.cached_property
+    def end_of_generation(self) -> list[int]:
+        """Every token that ends the model's turn."""
+        return [token for token in range(self.n_vocab) if self.is_end_of_generation(token)]
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         """Tokens of ``text``, no BOS; ``special`` parses control tokens such as ``<|im_start|>``."""

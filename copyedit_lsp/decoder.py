@@ -45,6 +45,7 @@ from .edit import (
     decoded_program,
     fence_at,
     fixed_prefix,
+    repeats_input,
     replaced_through,
     rewritten_text,
 )
@@ -84,6 +85,8 @@ class Decoder:
         self.tokens = ProgramTokens.of(backend.tokenize)
         self.any_op = PieceTrie(self.tokens.ops)
         self.no_copy = PieceTrie({k: v for k, v in self.tokens.ops.items() if k != "copy"})
+        # what a gen that changes nothing may not write: the start of its end, or the turn's end
+        self.unchanged_gen_ends = [*self.tokens.gen_close_starts, *backend.end_of_generation]
         self._prefixes: dict[tuple, tuple[list[int], Snapshot]] = {}  # warmed prompt prefixes
 
     @classmethod
@@ -217,9 +220,10 @@ class Decoder:
         self._check_fits(run, prompt, len(drafter.lookup.original), options)
         run.prefill(prompt)
         ops: list[Op] = []
-        first = 1  # the first line a copy may start at
+        after = 1  # the input line after what the program has copied or rewritten
         check = CopyCheck.of(options, self.tokens) if target is None else None
         while not run.out_of_budget():
+            first = after if options.ordered else 1  # the first line a copy may start at
             goal = target.ops[len(ops)] if target is not None and len(ops) < len(target.ops) else None
             if speedups.draft_tags:
                 run.draft(drafter.next_op(ops[-1] if ops else None, with_body=speedups.draft_gens))
@@ -232,21 +236,22 @@ class Decoder:
             if kind == "copy":
                 outcome = self._copy(run, view, first, goal, options.splice, check, op_start)
                 if outcome.kept is not None:
-                    first = outcome.kept.end + 1 if options.ordered else 1
+                    after = outcome.kept.end + 1
                     ops.append(outcome.kept)
-                    drafter.line = outcome.kept.end + 1
                 doubted = outcome.doubted
                 if doubted is not None:
-                    drafter.line = doubted
+                    after = doubted
+                drafter.line = after
             if kind == "gen" or doubted is not None:
-                text, ended = self._gen_body(run, goal.text if isinstance(goal, Gen) else None, drafter, speedups)
+                scripted = goal.text if isinstance(goal, Gen) else None
+                text, ended = self._gen_body(run, scripted, drafter, speedups, None if target else (view, after))
                 if text:
                     ops.append(Gen(text))
-                    if options.ordered and target is None:
-                        through = replaced_through(view, text, doubted, first)
-                        if through == n:
+                    if target is None:
+                        through = replaced_through(view, text, doubted, after)
+                        if options.ordered and through == n:
                             break  # the gen wrote out the input's last line: the program is complete
-                        first = max(first, through + 1)
+                        after = max(after, through + 1)
                 drafter.line = drafter.resume_line(text)
                 if ended:
                     break
@@ -302,9 +307,16 @@ class Decoder:
         return CopyOutcome(kept, doubted)
 
     def _gen_body(
-        self, run: TokenRun, goal: str | None, drafter: ProgramDrafter, speedups: Speedups
+        self,
+        run: TokenRun,
+        goal: str | None,
+        drafter: ProgramDrafter,
+        speedups: Speedups,
+        at: tuple[SourceView, int] | None,
     ) -> tuple[str, bool]:
         """Decode a gen body freely until ``</gen>``; return it and whether the model ended its turn.
+        ``at`` is the input and the line the gen is written before: while the gen only repeats the
+        input from there, it cannot end (:func:`~copyedit_lsp.edit.repeats_input`).
 
         Drafts come from :meth:`~copyedit_lsp.drafts.ProgramDrafter.in_gen`."""
         script = iter(self.backend.tokenize(as_model_sees(goal) + GEN_CLOSE)) if goal is not None else None
@@ -316,7 +328,8 @@ class Decoder:
                 break
             if not run.ahead:
                 run.draft(drafter.in_gen(written, body, run.room(), speedups))
-            token = run.choose(None, next(script) if script is not None else None)
+            excluded = self._unchanged_gen_masks(body, at) if at is not None else ()
+            token = run.choose(None, next(script) if script is not None else None, excluded)
             if self.backend.is_end_of_generation(token):
                 run.retract()  # the end of the turn never enters the cache
                 return body_text(body), True
@@ -334,6 +347,15 @@ class Decoder:
         tail = "" if body.endswith(b"\n") else "\n"
         run.force(self.backend.tokenize(tail + GEN_CLOSE))
         return body_text(body) + tail, False
+
+    def _unchanged_gen_masks(self, body: bytes, at: tuple[SourceView, int]) -> list[int]:
+        """What a gen ``body`` written before input line ``at[1]`` may not write next where a line
+        starts (or holds only whitespace) while the gen changes nothing
+        (:func:`~copyedit_lsp.edit.repeats_input`): its end, or the end of the turn."""
+        cut = body.rfind(b"\n") + 1
+        if body[cut:].strip() or not repeats_input(at[0], body[:cut].decode("utf-8", errors="replace"), at[1]):
+            return []
+        return self.unchanged_gen_ends
 
     def _end_gen(self, run: TokenRun, piece: bytes, rest: bytes) -> None:
         """Make the context read exactly ``</gen>\\n`` after the token ``piece`` that closed a gen

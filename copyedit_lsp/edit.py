@@ -279,22 +279,53 @@ def decoded_program(ops: list[Op], source: str) -> Program:
     return Program(tuple(fixed))
 
 
+def repeats_input(view: SourceView, body: str, line: int) -> bool:
+    """Whether a gen body of whole lines ``body`` (as the model writes it), written where input line
+    ``line`` comes next, only repeats the input lines from there and stops short of the last one.
+
+    Such a gen changes nothing: a copy says the same.  Neither decoder lets it end (its ``</gen>``
+    and the end of the turn are masked where a line starts), so the model writes on until its gen
+    changes a line or reaches the input's end.  The shortest program never holds one, so a trained
+    selector that opens a gen a line or two before the line it means to change goes on to change it."""
+    lines = body.splitlines(keepends=True)
+    end = line - 1 + len(lines)
+    return end < len(view.lines) and all(map(_same_line, lines, view.lines[line - 1 : end]))
+
+
+def _same_line(line: str, other: str) -> bool:
+    """Equal lines; any two lines of whitespace count as the same blank line."""
+    return line == other or not (line.strip() or other.strip())
+
+
 def replaced_through(view: SourceView, text: str, doubted: int | None, first: int) -> int:
     """The last input line a gen of ``text``, written where a copy could start at ``first``, stands
-    in for, as far as can be told (0: none): the one input line its last line reproduces, when the
-    gen has lines enough for every non-blank input line from ``first`` to it (a move or a swap
-    writes a later line out early: nothing is skipped then); and the ``doubted`` line it was opened
-    at when its first line resembles that line (rewritten, not inserted before it).  Ordered copies
-    resume after it, in both decoders: a copy never repeats what a gen wrote."""
+    in for, as far as can be told (0: none), in both decoders; ordered copies resume after it, so a
+    copy never repeats what a gen wrote:
+
+    * a gen that opens by repeating the input from ``first`` on (a rewrite of those lines, the
+      shape :func:`repeats_input` leads to) stands in for each input line in step with it that it
+      repeats or that its line resembles (rewritten in place);
+    * the one input line its last line reproduces, when the gen has lines enough for every
+      non-blank input line from ``first`` to it (a move or a swap writes a later line out early:
+      nothing is skipped then);
+    * the ``doubted`` line it was opened at, when its first line resembles that line (rewritten,
+      not inserted before it)."""
     lines = SourceView.of(text).lines
     through = 0
+    if first <= len(view.lines) and _same_line(lines[0], view.lines[first - 1]):
+        for number, (line, expected) in enumerate(zip(lines, view.lines[first - 1 :], strict=False), first):
+            if not _same_line(line, expected) and not _resembles(line, expected):
+                break
+            through = number
     reproduced = view.distinct_line(lines[-1])
     if reproduced is not None and reproduced >= first:
         between = sum(1 for line in view.lines[first - 1 : reproduced] if line.strip())
-        through = reproduced if between <= len(lines) else 0
-    if (
-        doubted is not None
-        and difflib.SequenceMatcher(None, lines[0].strip(), view.lines[doubted - 1].strip()).ratio() >= 0.6
-    ):
+        through = max(through, reproduced if between <= len(lines) else 0)
+    if doubted is not None and _resembles(lines[0], view.lines[doubted - 1]):
         through = max(through, doubted)
     return through
+
+
+def _resembles(line: str, other: str) -> bool:
+    """Whether two lines read alike enough that one stands for the other rewritten."""
+    return difflib.SequenceMatcher(None, line.strip(), other.strip()).ratio() >= 0.6

@@ -121,6 +121,16 @@ def op_grammar(n_lines: int, first: int = 1) -> str:
     return "\n".join([f"root ::= {' | '.join(ops)}", *lines]) + "\n"
 
 
+@cache
+def gen_rest_grammar() -> str:
+    """GBNF for the rest of a gen body that must write at least one more line before ``</gen>``
+    (the remote backend's continuation of a gen that so far changes nothing: see
+    :func:`~copyedit_lsp.edit.repeats_input`)."""
+    rules = {match[1]: match[0] for match in _RULE.finditer(grammar_template())}
+    lines = [rules[name] for name in _GEN_RULES if name not in ("gen", "last-gen")]
+    return "\n".join(['root ::= line+ "</gen>\\n" | line* partial "</gen>\\n"', *lines]) + "\n"
+
+
 def literal_grammar(text: str) -> str:
     """GBNF that admits exactly ``text`` (a scripted op, for the remote backend's forced mode)."""
     return 'root ::= "' + "".join(_ESCAPES.get(c, c if c >= " " else f"\\x{ord(c):02x}") for c in text) + '"\n'

@@ -36,10 +36,11 @@ from .edit import (
     decoded_program,
     fence_at,
     fixed_prefix,
+    repeats_input,
     replaced_through,
     rewritten_text,
 )
-from .grammar import literal_grammar, op_grammar
+from .grammar import gen_rest_grammar, literal_grammar, op_grammar
 from .program import GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
 from .prompt import ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
@@ -372,16 +373,18 @@ class RemoteDecoder:
             target.validate(n)
         stats = session.stats
         ops: list[Op] = []
-        first = 1  # the first line a copy may start at
+        after = 1  # the input line after what the program has copied or rewritten
         cut = None
         while stats.chosen_tokens < budget:
             if target is not None:
                 goal = target.ops[len(ops)] if len(ops) < len(target.ops) else None
                 grammar = literal_grammar(_op_text(goal) if goal is not None else PROGRAM_CLOSE)
             else:
-                grammar = op_grammar(n, first)
+                grammar = op_grammar(n, after if options.ordered else 1)
             room = budget - stats.chosen_tokens
             answer = session.complete(prompt, grammar, min(self.max_gen_tokens, room))
+            if target is None and answer.text.startswith(GEN_OPEN) and answer.text.endswith(GEN_CLOSE):
+                answer = self._write_on(session, prompt, answer, view, after, budget)
             op, ended = _read_op(answer, n)
             if answer.finish_reason == "length":  # the server stopped at max_tokens
                 cut = "max_new_tokens" if room <= self.max_gen_tokens else "max_gen_tokens"
@@ -390,15 +393,15 @@ class RemoteDecoder:
             ops.append(op)
             prompt += answer.text
             if isinstance(op, Copy):
-                first = op.end + 1 if options.ordered else 1
+                after = op.end + 1
                 if options.splice == "prefill":
                     prompt += view.span(op.start, op.end)
                     stats.splice_calls += 1
-            elif isinstance(op, Gen) and options.ordered and target is None:
-                through = replaced_through(view, op.text, None, first)
-                if through == n:
+            elif isinstance(op, Gen) and target is None:
+                through = replaced_through(view, op.text, None, after)
+                if options.ordered and through == n:
                     break  # the gen wrote out the input's last line: the program is complete
-                first = max(first, through + 1)
+                after = max(after, through + 1)
             stats.ops = len(ops)
             session.watch.report()
             if ended:
@@ -408,6 +411,25 @@ class RemoteDecoder:
         stats.ops = len(ops)
         program = decoded_program(ops, source)
         return EditResult(program, resolve(program, source), stats, cut=cut)
+
+    def _write_on(
+        self, session: _Session, prompt: str, answer: Answer, view: SourceView, line: int, budget: int
+    ) -> Answer:
+        """A gen ``answer`` that only repeats the input from ``line`` on, continued until it
+        does not (:func:`~copyedit_lsp.edit.repeats_input`): the gen cannot end there, so the server
+        is asked for more of its lines.  The answer's text holds the whole gen."""
+        text = answer.text
+        while session.stats.chosen_tokens < budget:
+            body = text[len(GEN_OPEN) : -len(GEN_CLOSE)]
+            if not repeats_input(view, body, line):
+                break
+            room = budget - session.stats.chosen_tokens
+            answer = session.complete(prompt + GEN_OPEN + body, gen_rest_grammar(), min(self.max_gen_tokens, room))
+            text = GEN_OPEN + body + answer.text
+            if not answer.text.endswith(GEN_CLOSE):
+                break  # cut short: _read_op keeps the gen's whole lines
+        answer.text = text
+        return answer
 
     def _rewrite(self, session: _Session, prompt: str, source: str, budget: int) -> EditResult:
         answer = session.complete(prompt, None, budget, done=lambda answer: fence_at(answer.text.encode()) >= 0)

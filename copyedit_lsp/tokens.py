@@ -39,6 +39,7 @@ class ProgramTokens:
     dash: list[int]
     copy_close: list[int]
     gen_close: list[int]
+    gen_close_starts: list[int]  # the single tokens a ``</gen>`` can begin with ("<", "</", ...)
     newline: list[int]
 
     @classmethod
@@ -52,6 +53,9 @@ class ProgramTokens:
             dash=tokenize("-"),
             copy_close=tokenize(COPY_CLOSE),
             gen_close=tokenize(GEN_CLOSE),
+            gen_close_starts=sorted(
+                {t[0] for t in (tokenize(GEN_CLOSE[:k]) for k in range(1, len(GEN_CLOSE))) if len(t) == 1}
+            ),
             newline=tokenize("\n"),
         )
 
@@ -252,20 +256,24 @@ class TokenRun:
             return True
         return False
 
-    def choose(self, candidates: Sequence[int] | None, wanted: int | None = None) -> int:
-        """The greedy token among ``candidates`` (all when None), or ``wanted``; it costs a decode
-        step unless a draft already holds this position's logits."""
+    def choose(self, candidates: Sequence[int] | None, wanted: int | None = None, excluded: Sequence[int] = ()) -> int:
+        """The greedy token among ``candidates`` (all but ``excluded`` when None), or ``wanted``; it
+        costs a decode step unless a draft already holds this position's logits."""
         if self.pending or self.logits is None:
             self._eval(())
         assert self.logits is not None
         started = time.perf_counter()
         if wanted is not None:
             token = wanted
+        elif candidates is None and excluded:
+            row = self.logits.copy()
+            row[list(excluded)] = -np.inf
+            token = int(np.argmax(row))
         elif candidates is None:
             token = int(np.argmax(self.logits))
         else:
             token = int(candidates[int(np.argmax(self.logits[list(candidates)]))])
-        if candidates is not None:
+        if candidates is not None or excluded:
             self.stats.constraint_seconds += time.perf_counter() - started
         self.stats.chosen_tokens += 1
         self._take(token)

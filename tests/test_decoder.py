@@ -1,6 +1,7 @@
 """The decoder on real models: the grammar holds, copies are spliced in one batch, forced mode is exact."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from copyedit_lsp.edit import (
     Speedups,
     decoded_program,
     newline_of,
+    repeats_input,
 )
 from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.models import ModelError
@@ -197,6 +199,34 @@ def test_a_copy_the_model_doubts_stops_there_and_the_model_rewrites_the_line(sel
         assert resolve(result.program, item.before) == result.text
         doubts += result.stats.doubted_copies
     assert doubts >= 2
+
+
+def unchanged_gens(program: Program, source: str) -> list[int]:
+    """The indices of the gens of ``program`` that only repeat the input after the op before them."""
+    view, after, found = SourceView.of(source), 1, []
+    for index, op in enumerate(program.ops):
+        if isinstance(op, Copy):
+            after = op.end + 1
+        elif repeats_input(view, as_model_sees(op.text), after):
+            found.append(index)
+    return found
+
+
+def test_a_gen_that_changes_nothing_cannot_end_so_the_selector_writes_on_to_its_fix(selector):
+    """The demo's edit, as `make demo` runs it: the selector copies lines 1-4 and opens a gen at
+    line 5, which it does not mean to change; unable to end that gen, it writes on and rewrites
+    the buggy line 6, and the copy after it does not repeat line 6.  On 10 HumanEvalFix items no
+    program holds a gen that only repeats the input (the shipped selector wrote one in most of them
+    before), and every program resolves."""
+    source = "".join((Path(__file__).parents[1] / "examples" / "stats.py").read_text().splitlines(True)[:6])
+    result = selector.edit(
+        source, "Fix the bug in mean: it must return the plain average.", EditOptions(language="python")
+    )
+    assert result.text == source.replace("len(values) - 1", "len(values)"), result.program.to_text()
+    for item in load_items("humanevalfix-python", limit=10):
+        result = selector.edit(item.before, item.instruction, EditOptions(language="python"))
+        assert unchanged_gens(result.program, item.before) == [], (item.id, result.program.to_text())
+        assert resolve(result.program, item.before) == result.text
 
 
 def test_second_edit_reuses_the_prompt_prefix(tiny):

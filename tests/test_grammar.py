@@ -12,6 +12,7 @@ from test_program import damaged_programs
 from copyedit_lsp.backend import Vocabulary
 from copyedit_lsp.grammar import (
     digit_choices,
+    gen_rest_grammar,
     grammar_template,
     instantiate,
     literal_grammar,
@@ -209,6 +210,18 @@ def test_op_grammar_admits_exactly_one_op_with_ordered_lines(gbnf, n, first):
         assert gbnf.accepts(grammar, copy(first + 1, n))
     if first > 1:
         assert not gbnf.accepts(grammar, copy(first - 1, n))
+
+
+def test_the_rest_of_a_gen_is_at_least_one_more_line_then_its_end(gbnf):
+    grammar = gen_rest_grammar()
+    assert gbnf.accepts(grammar, "    return a\n</gen>\n")
+    assert gbnf.accepts(grammar, "x = 1\n\ny = 2\n</gen>\n")
+    assert gbnf.accepts(grammar, "    <div>\n</gen>\n")
+    assert gbnf.accepts(grammar, "last line</gen>\n")  # a document without a final newline
+    assert not gbnf.accepts(grammar, "</gen>\n")  # the gen cannot end where it stands
+    assert not gbnf.accepts(grammar, "x = 1\n")  # nor go on without its end
+    assert not gbnf.accepts(grammar, "x = 1\n</gen>\n<copy")
+    assert not gbnf.accepts(grammar, "a = '</gen>'\n</gen>\n")  # a line never holds the end tag
 
 
 @given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))

@@ -27,8 +27,9 @@ from copyedit_lsp.config import Settings, updated
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.engine import Engine
+from copyedit_lsp.grammar import gen_rest_grammar
 from copyedit_lsp.models import DEFAULT_MODEL
-from copyedit_lsp.program import Copy, Program
+from copyedit_lsp.program import Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
 from copyedit_lsp.resolver import oracle_program
@@ -137,8 +138,10 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
         there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
         assert there.program.ops[0] == here.program.ops[0], item.id
         same.append(there.program == here.program and there.text == here.text)
-        # one per op, and one for the end unless a gen wrote out the last line
-        assert len(there.program.ops) <= there.stats.requests <= len(there.program.ops) + 1
+        # one per op, one for the end unless a gen wrote out the last line, and one for each more
+        # line a gen that changed nothing was asked for (it could not end there)
+        gen_lines = sum(op.text.count("\n") for op in there.program.ops if isinstance(op, Gen))
+        assert len(there.program.ops) <= there.stats.requests <= len(there.program.ops) + 1 + gen_lines
         copies += sum(isinstance(op, Copy) for op in there.program.ops)
     # a long free gen may part at a near tie (the server batches its evaluation differently)
     assert sum(same) >= len(items) - 1, same
@@ -303,8 +306,7 @@ class FakeServer:
 
             def _answer(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                fake.requests.append((method, self.path, dict(self.headers)))
-                self.rfile.read(length)
+                fake.requests.append((method, self.path, dict(self.headers), self.rfile.read(length)))
                 queue = fake.answers[(method, self.path)]
                 status, body, delay = queue.pop(0) if len(queue) > 1 else queue[0]
                 time.sleep(delay)
@@ -366,6 +368,24 @@ def test_server_failures_are_clear_errors(answers, error, monkeypatch, fast_retr
         assert "secret-key-123" not in str(raised.value) and "secret-key-123" not in repr(decoder.completions.endpoint)
         assert fake.requests[-1][2]["Authorization"] == "Bearer secret-key-123"
         assert [r[:2] for r in fake.requests].count(("POST", "/v1/completions")) == 1  # a completion is never retried
+    finally:
+        fake.close()
+
+
+def test_a_gen_that_changes_nothing_is_asked_for_more_lines():
+    """The server ends a gen that only repeats line 2: the decoder asks it for the rest of that gen
+    under a grammar that wants one more line, and the gen that then rewrites line 3 stands in for
+    lines 2-3 (the program is complete)."""
+    answers = [sse('<copy lines="1-1"/>\n'), sse("<gen>\nb = 2\n</gen>\n"), sse("c = 30\n</gen>\n")]
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url))
+        result = decoder.edit("a = 1\nb = 2\nc = 3\n", "Make c ten times larger.")
+        assert result.text == "a = 1\nb = 2\nc = 30\n"
+        assert result.program == Program((Copy(1, 1), Gen("b = 2\nc = 30\n")))
+        bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
+        assert len(bodies) == 3 and bodies[2]["grammar"] == gen_rest_grammar()
+        assert bodies[2]["prompt"] == bodies[1]["prompt"] + "<gen>\nb = 2\n"
     finally:
         fake.close()
 

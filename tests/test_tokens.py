@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from copyedit_lsp.edit import COPY_CHECK, EditOptions, replaced_through
+from copyedit_lsp.edit import COPY_CHECK, EditOptions, repeats_input, replaced_through
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.tokens import CopyCheck, ProgramTokens
 
@@ -16,6 +16,7 @@ OPS = ProgramTokens(
     dash=[20],
     copy_close=[21],
     gen_close=[3, 2],
+    gen_close_starts=[3],
     newline=[22],
 )
 
@@ -86,3 +87,36 @@ def test_a_gen_opened_at_a_doubted_line_replaces_it_only_if_it_resembles_it():
     assert replaced_through(view, "        best = max(best, n)\n", 7, first=7) == 7  # the line, rewritten
     assert replaced_through(view, "        print(n)\n", 7, first=7) == 0  # a line put before it
     assert replaced_through(view, "        best = max(best, n)\n", None, first=7) == 0  # no doubt, no guess
+
+
+def test_a_gen_that_only_repeats_the_input_after_the_last_op_changes_nothing():
+    """Such a gen cannot end: the selector that opens a gen on the line before its fix writes on."""
+    view = SourceView.of(SOURCE)  # 8 lines: the import, two blanks, the def, 4 body lines
+    assert repeats_input(view, "", 5)  # nothing written yet: the grammar wants a line anyway
+    assert repeats_input(view, "    best = numbers[0]\n", 5)
+    assert repeats_input(view, "    best = numbers[0]\n    for n in numbers:\n", 5)
+    assert not repeats_input(view, "    best = numbers[0]\n", 6)  # line 5 again, written after it
+    assert not repeats_input(view, "    best = numbers[0]\n    for n in numbers:\n        pass\n", 5)
+    assert not repeats_input(view, "        best = max(best, n)\n", 7)  # the fix
+    assert not repeats_input(view, "    # why\n    best = numbers[0]\n", 5)  # an insertion
+    assert repeats_input(view, "    \n\n", 2)  # a line of whitespace repeats a blank line
+    assert not repeats_input(view, "    best = numbers[0]\n    \n", 5)  # ... not a line of text
+    assert not repeats_input(view, "def largest(numbers: List[int]) -> int:\n", 2)  # blank lines dropped
+    # a gen that writes out every line to the input's end may end: the program is then complete
+    assert not repeats_input(view, "        best = min(best, n)\n    return best\n", 7)
+    assert replaced_through(view, "        best = min(best, n)\n    return best\n", None, first=7) == 8
+    assert replaced_through(view, "\n\n", None, first=2) == 3  # blank lines repeated stand in for them
+
+
+def test_a_gen_that_opens_by_repeating_the_input_rewrites_it_line_for_line():
+    """Written on past its repeated lines (repeats_input), the gen's next line, where it resembles
+    the input line in step with it, is that line rewritten: the copy after it starts after that line."""
+    view = SourceView.of(SOURCE)
+    fixed = "    for n in numbers:\n        best = max(best, n)\n"
+    assert replaced_through(view, fixed, None, first=6) == 7
+    assert replaced_through(view, fixed + "    return best\n", None, first=6) == 8
+    # a new line in step with an unlike input line is an insertion: the input line stays to copy
+    assert replaced_through(view, "    for n in numbers:\n        print(n)\n", None, first=6) == 6
+    assert replaced_through(view, "from typing import List\n\n\ndef largest(numbers):\n", None, first=1) == 4
+    # a gen that does not open with the input line in front of it makes no such claim
+    assert replaced_through(view, "        best = max(best, n)\n", None, first=7) == 0
