@@ -21,7 +21,16 @@ from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import parse_program
 from copyedit_lsp.prompt import ChatTemplate, SourceView
 from copyedit_lsp.resolver import oracle_program, resolve
-from copyedit_lsp.train.data import Example, Recipe, build, check_no_leak, forbidden_texts, leaks
+from copyedit_lsp.train.data import (
+    Example,
+    Recipe,
+    build,
+    check_no_leak,
+    forbidden_texts,
+    leaks,
+    regions_of,
+    with_context,
+)
 from copyedit_lsp.train.sequence import answer_sequence
 
 # Hand-written edits that take every shape of program: a gen first and last, copies only,
@@ -71,6 +80,36 @@ def test_data_builder_is_deterministic():
     for example in first:
         assert example.before != example.after
         assert resolve(oracle_program(example.before, example.after), example.before) == example.after
+
+
+def test_javascript_regions_include_functions_bound_to_a_name():
+    text = (
+        "const path = require('path');\n\n"
+        "const join = (a, b) => {\n  const both = [a, b];\n  return both.join(path.sep);\n};\n\n"
+        "var half = function (x) {\n  const y = x / 2;\n  return y;\n};\n\n"
+        "const one = 1, two = () => {\n  return 2;\n};\n"
+    )
+    regions = regions_of(text, "javascript", "lib.js", Recipe())
+    assert [r.name for r in regions] == ["join", "half"]  # a declaration of two names is not one function
+    assert regions[0].text.startswith("const join = (a, b) => {\n") and regions[0].text.endswith("};\n")
+    assert {r.imports for r in regions} == {"const path = require('path');\n"}
+
+
+def test_some_regions_come_with_the_lines_around_them():
+    """A share of the edits have a blank line or the file's imports before the region (line 1 is not
+    always the definition), maybe a blank line after; the edit itself is the same."""
+    example = Example("bug", "python", "Fix f.", "def f(x):\n    return -x\n", "def f(x):\n    return x\n", "m.py:1")
+    rng = __import__("random").Random(0)
+    wrapped = [with_context(example, "import os\n", rng, share=0.5) for _ in range(200)]
+    changed = [w for w in wrapped if w != example]
+    assert 60 < len(changed) < 140
+    leads = {w.before[: w.before.index("def")] for w in changed}
+    assert leads == {"\n", "import os\n\n\n"}
+    for w in changed:
+        lead, trail = w.before.split(example.before)
+        assert w.after == lead + example.after + trail and trail in ("", "\n")
+        assert resolve(oracle_program(w.before, w.after), w.before) == w.after
+    assert with_context(example, "", rng, share=0.0) == example
 
 
 def test_data_builder_leaves_out_shared_data_text(tmp_path):

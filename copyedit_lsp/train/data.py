@@ -2,7 +2,9 @@
 
 Sources: the Python standard library and the packages of the running environment, and the
 JavaScript under the VS Code extension's ``node_modules`` (after ``npm ci``).  Regions are the
-sizes the server edits: a function, a class, a run of a file's top-level definitions.  Edit kinds
+sizes the server edits: a function (in JavaScript also one bound to a name, ``const f = (a) => {``),
+a class, a run of a file's top-level definitions; a share of them comes with the lines around it
+in its file (:func:`with_context`), so line 1 of an edit is not always its definition.  Edit kinds
 (:data:`KINDS`), each with several phrasings of its instruction:
 
 * ``bug``: a synthetic bug (an operator, a comparison, an off-by-one, a wrong variable, swapped
@@ -24,7 +26,7 @@ import random
 import re
 import sysconfig
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..scope import parse, syntax_errors
@@ -135,12 +137,14 @@ class Example:
 
 @dataclass(frozen=True)
 class Region:
-    """A definition's text (whole lines), its name, its file and first line."""
+    """A definition's text (whole lines), its name, its file and first line, and the import lines
+    at the head of its file (the lines an edited range may start with)."""
 
     text: str
     name: str
     language: str
     origin: str
+    imports: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,10 @@ class Recipe:
         ("types", 60),
         ("rename", 80),
     )
-    javascript_share: float = 0.35  # of every kind a JavaScript region can take
+    javascript_share: float = 0.45  # of every kind a JavaScript region can take
+    # of the function edits, those whose region comes with the lines around it in a file: a blank
+    # line or the file's imports before it, maybe a blank line after (line 1 is not always the def)
+    context_share: float = 0.4
     min_lines: int = 3
     max_lines: int = 45
     max_file_lines: int = 90
@@ -185,6 +192,28 @@ def javascript_files(node_modules: Path) -> list[Path]:
 
 _PY_DEFS = {"function_definition", "class_definition"}
 _JS_DEFS = {"function_declaration", "class_declaration", "method_definition", "generator_function_declaration"}
+_JS_BINDINGS = {"lexical_declaration", "variable_declaration"}  # const f = (...) => {...}; var g = function ...
+_JS_FUNCTIONS = {"arrow_function", "function_expression", "function"}
+_IMPORT = {
+    "python": re.compile(r"(import|from) [\w.]+"),
+    "javascript": re.compile(r"(import [\w{*]|(const|let|var) \w+ = require\()"),
+}
+
+
+def _name_of(node, language: str):
+    """The name node of a definition, or of a binding of one function (JavaScript); else None."""
+    if language == "javascript" and node.type in _JS_BINDINGS:
+        declarators = [child for child in node.children if child.type == "variable_declarator"]
+        value = declarators[0].child_by_field_name("value") if len(declarators) == 1 else None
+        return declarators[0].child_by_field_name("name") if value is not None and value.type in _JS_FUNCTIONS else None
+    kinds = _PY_DEFS if language == "python" else _JS_DEFS
+    return node.child_by_field_name("name") if node.type in kinds else None
+
+
+def imports_of(lines: list[str], language: str, most: int = 3) -> str:
+    """The first import lines at the head of a file (at most ``most``), as whole lines."""
+    found = [line for line in lines[:80] if _IMPORT[language].match(line) and line.endswith("\n")]
+    return "".join(found[:most])
 
 
 def regions_of(text: str, language: str, origin: str, recipe: Recipe) -> list[Region]:
@@ -193,14 +222,15 @@ def regions_of(text: str, language: str, origin: str, recipe: Recipe) -> list[Re
         return []  # generated or minified
     source = text.encode()
     parsed = parse(text, language)
-    kinds = _PY_DEFS if language == "python" else _JS_DEFS
     lines = parsed.lines
+    imports = imports_of(lines, language)
     out = []
     stack = [parsed.tree.root_node]
     while stack:
         node = stack.pop()
         stack.extend(reversed(node.children))
-        if node.type not in kinds or node.has_error:
+        name = _name_of(node, language)
+        if name is None or node.has_error:
             continue
         first, last = node.start_point[0], node.end_point[0]
         if not recipe.min_lines <= last - first + 1 <= recipe.max_lines:
@@ -208,12 +238,23 @@ def regions_of(text: str, language: str, origin: str, recipe: Recipe) -> list[Re
         line_start = source.rfind(b"\n", 0, node.start_byte) + 1
         if source[line_start : node.start_byte].strip():
             continue  # the definition does not start its line
-        name = node.child_by_field_name("name")
         region = "".join(lines[first : last + 1])
-        if name is None or not region.endswith("\n") or "\t" in region or "\r" in region:
+        if not region.endswith("\n") or "\t" in region or "\r" in region:
             continue
-        out.append(Region(_dedent(region), name.text.decode(), language, f"{origin}:{first + 1}"))
+        out.append(Region(_dedent(region), name.text.decode(), language, f"{origin}:{first + 1}", imports))
     return out
+
+
+def with_context(example: Example, imports: str, rng: random.Random, share: float) -> Example:
+    """``example``, or (with probability ``share``) its region with the lines around it in a file
+    on both sides: a blank line or the file's ``imports`` and blank lines before it, maybe a blank
+    line after.  The edit is the same; only the line numbers of its region move."""
+    if rng.random() >= share:
+        return example
+    gap = "\n\n" if example.language == "python" else "\n"
+    lead = imports + gap if imports and rng.random() < 0.5 else "\n"
+    trail = "\n" if rng.random() < 0.5 else ""
+    return replace(example, before=lead + example.before + trail, after=lead + example.after + trail)
 
 
 def _dedent(text: str) -> str:
@@ -625,7 +666,8 @@ def build(
                     run = top_level_run(text, language, path.name, rng, recipe.max_file_lines)
                     example = file_example(run, rng) if run else None
                 else:
-                    example = next((e for r in regions if (e := make_example(kind, r, rng))), None)
+                    found = next(((r, e) for r in regions if (e := make_example(kind, r, rng))), None)
+                    example = found and with_context(found[1], found[0].imports, rng, recipe.context_share)
                 if example is None or leaks(example, forbidden):
                     continue
                 examples.append(example)
