@@ -1,8 +1,8 @@
 # The two commands a newcomer needs:
 #   make demo   set up, fetch the default model, run a real edit through the real server: edits, diff, stats
-#   make test   set up everything the tests use (packages, models, Neovim, the extension's npm
-#               packages, the batch-invariant llama.cpp build) and run every check: lint and types,
-#               the VS Code extension's tests, then the Python suite
+#   make test   set up everything the tests use (packages, models, Neovim, the extension's and the
+#               benchmarks' npm packages, the batch-invariant llama.cpp build) and run every check:
+#               lint and types, the VS Code extension's tests, then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
 
@@ -24,7 +24,7 @@ endif
 EXACT := .venv-exact
 LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
 
-.PHONY: demo test setup train models neovim vscode exact lint
+.PHONY: demo test setup train models neovim vscode exact lint bench-npm
 
 setup: $(STAMP)
 
@@ -62,6 +62,15 @@ neovim:
 vscode:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm test
 
+# The npm packages the edit sets' JavaScript tests require (js-md5 for HumanEvalFix JavaScript/162),
+# in bench/node_modules, where the test runner points node (NODE_PATH).
+BENCH_NPM_STAMP := bench/node_modules/.installed
+bench-npm: $(BENCH_NPM_STAMP)
+
+$(BENCH_NPM_STAMP): bench/package.json bench/package-lock.json
+	cd bench && npm ci --no-audit --no-fund
+	touch $@
+
 demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
@@ -72,5 +81,5 @@ lint: setup
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
 
-test: lint models train neovim vscode exact
+test: lint models train neovim vscode exact bench-npm
 	$(BIN)/python -m pytest -q -p no:cacheprovider

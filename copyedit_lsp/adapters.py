@@ -40,7 +40,7 @@ SHIPPED: dict[str, ShippedAdapter] = {
     "qwen2.5-coder-0.5b": ShippedAdapter(
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b.gguf",
-        "2e2ec99ed62dc5e7658f49e9a5d7539b4622878e7c2d5f8354782ff17e6da9fa",
+        "120e83af071cc875f839699e6e66d89d97ca078d88b78b532176995555de2afb",
         "none",
     ),
 }

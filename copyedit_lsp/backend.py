@@ -58,6 +58,9 @@ def _quiet_stderr():
 # the one-row kernel. Read once per process, at the first matmul.
 TILED_MATMUL_VARIABLE = "GGML_CPU_TILED_MM"
 
+# The context a growable backend starts with, and the step it grows by (tokens).
+FIRST_CONTEXT = 4096
+
 
 def llama_system_info() -> str:
     """llama.cpp's build and CPU features, e.g. ``AVX2 = 1 | LLAMAFILE = 1 | ...``."""
@@ -94,13 +97,17 @@ class Backend:
     It needs llama.cpp built without llamafile's sgemm (``-DGGML_LLAMAFILE=OFF``, ``make exact``),
     keeps every matmul on llama.cpp's one-row kernel and skips weight repacking: batches cost
     more. It is checked by evaluating a probe both ways when the model loads.
+
+    ``n_ctx=0`` sizes the context to the work: it starts at :data:`FIRST_CONTEXT` tokens and
+    :meth:`make_room` grows it (the model reloaded, the cache emptied) up to the model's training
+    context.
     """
 
     def __init__(
         self,
         model_path: str | Path,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 0,
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
         n_batch: int = 2048,
@@ -113,28 +120,24 @@ class Backend:
         check_gguf(path)
         if batch_invariant:
             _require_batch_invariance()
-        self.llama = _load_llama(
+        self._C = C
+        self.path = path
+        self._load = functools.partial(
+            _load_llama,
             path,
-            n_ctx=n_ctx,
             n_threads=n_threads,
             n_gpu_layers=n_gpu_layers,
             n_batch=n_batch,
             n_ubatch=n_ubatch,
             batch_invariant=batch_invariant,
         )
-        self._C = C
-        self.path = path
-        self.n_ctx = self.llama.n_ctx()
+        self.growable = n_ctx == 0
+        self._open(n_ctx or FIRST_CONTEXT)
         self.n_batch = n_batch
         self.n_vocab = self.llama.n_vocab()
-        self._ctx = self.llama.ctx
-        self._memory = C.llama_get_memory(self._ctx)
         self._batch = C.llama_batch_init(n_batch, 0, 1)
-        self.cached: list[int] = []  # tokens in the KV cache, in order
         self.counters = EvalCounters()
         self._pieces: dict[int, bytes] = {}
-        self._vocab = C.llama_model_get_vocab(self.llama.model)
-        self._adapters: dict[Path, object] = {}  # loaded LoRA adapters by path
         self.adapter: Path | None = None  # the adapter set on the context
         if batch_invariant:
             try:
@@ -142,6 +145,42 @@ class Backend:
             except BackendError:
                 self.close()
                 raise
+
+    def _open(self, n_ctx: int) -> None:
+        """Load the model with a context of ``n_ctx`` tokens (at most its training context when growable)."""
+        self.llama = self._load(n_ctx=n_ctx)
+        C = self._C
+        self.n_ctx = self.llama.n_ctx()
+        self.n_ctx_train = C.llama_model_n_ctx_train(self.llama.model)
+        if self.growable and self.n_ctx > self.n_ctx_train:
+            self.llama.close()
+            self.llama = self._load(n_ctx=self.n_ctx_train)
+            self.n_ctx = self.llama.n_ctx()
+        self._ctx = self.llama.ctx
+        self._memory = C.llama_get_memory(self._ctx)
+        self._vocab = C.llama_model_get_vocab(self.llama.model)
+        self._adapters: dict[Path, object] = {}  # loaded LoRA adapters by path
+        self.cached: list[int] = []  # tokens in the KV cache, in order
+
+    def make_room(self, need: int) -> bool:
+        """Grow a growable context to hold ``need`` tokens, to the next multiple of
+        :data:`FIRST_CONTEXT` up to the model's training context. Growing reloads the model (the
+        KV cache and saved snapshots are lost; the adapter is set again). Returns whether it grew."""
+        if not self.growable or need <= self.n_ctx or self.n_ctx >= self.n_ctx_train:
+            return False
+        size = min(-(-need // FIRST_CONTEXT) * FIRST_CONTEXT, self.n_ctx_train)
+        adapter = self.adapter
+        self._free_context()
+        self._open(size)
+        self.adapter = None
+        self.use_adapter(adapter)
+        return True
+
+    def _free_context(self) -> None:
+        for adapter in self._adapters.values():
+            self._C.llama_adapter_lora_free(adapter)
+        self._adapters = {}
+        self.llama.close()
 
     def _check_batch_invariance(self, length: int = 16) -> None:
         """Evaluate a probe in one batch and one token at a time: BackendError unless the bits agree."""
@@ -162,10 +201,7 @@ class Backend:
         if self._batch is not None:
             self._C.llama_batch_free(self._batch)
             self._batch = None
-        for adapter in self._adapters.values():
-            self._C.llama_adapter_lora_free(adapter)
-        self._adapters = {}
-        self.llama.close()
+        self._free_context()
 
     def use_adapter(self, path: str | Path | None) -> None:
         """Evaluate with the LoRA adapter GGUF at ``path`` (loaded once), or with none.

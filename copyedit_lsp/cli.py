@@ -10,44 +10,53 @@ from pathlib import Path
 
 from . import __version__
 
+# One view of each shared set (the -docs views repeat their answers and tests).
+SHARED_SETS = ["humanevalfix-python", "humanevalfix-js", "quixbugs"]
+
 
 def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_source_arguments(parser: argparse.ArgumentParser, default: Sequence[str] | None = None) -> None:
+    """The edit sets to read (``default`` without any: every preset) and how to read a JSONL path."""
     from .bench.datasets import FIELDS, FORMATS, PRESETS, WHOLE_FILES
 
     parser.add_argument(
         "sources",
         nargs="*",
         metavar="SOURCE",
-        help=f"a preset ({', '.join([*PRESETS, *WHOLE_FILES])}) or a JSONL path; default: every preset",
+        default=list(default or PRESETS),
+        help=f"a preset ({', '.join([*PRESETS, *WHOLE_FILES])}) or a JSONL path; "
+        f"default: {', '.join(default) if default else 'every preset'}",
     )
     parser.add_argument(
         "--format",
         choices=list(FORMATS),
         default="plain",
-        help="field names of a JSONL path: plain (before/after/instruction/test), canitedit "
-        "(before/after/instruction_descriptive/tests), editeval (input/output/instruction/test/context)",
+        help="field names of a JSONL path: plain (before/after/instruction/test/context), canitedit "
+        "(before/after/instruction_descriptive/tests), canitedit-lazy (the same with instruction_lazy), editeval "
+        "(input/output/instruction/test/context; a context with {{Code}} takes the edited text there)",
     )
     for name in FIELDS:
-        parser.add_argument(f"--{name}-field", help=f"JSONL field of the item's {name} (overrides --format)")
+        example = " (e.g. instruction_lazy for CanItEdit's lazy instructions)" if name == "instruction" else ""
+        parser.add_argument(
+            f"--{name}-field",
+            help=f"JSONL field of the item's {name}, overriding --format{example}; 'a+b' joins two fields",
+        )
     parser.add_argument("--language", default="python", help="language of the items of a JSONL path")
     parser.add_argument("--limit", type=int, help="read at most this many items per source")
 
 
-def _load_sources(
-    args: argparse.Namespace, default: Sequence[str] | None = None, seed: int | None = None
-) -> dict[str, list]:
-    from .bench.datasets import FIELDS, PRESETS, load_items
+def _load_sources(args: argparse.Namespace, seed: int | None = None) -> dict[str, list]:
+    from .bench.datasets import FIELDS, load_items
 
     fields = {name: value for name in FIELDS if (value := getattr(args, f"{name}_field")) is not None}
     return {
         source: load_items(
             source, format=args.format, fields=fields, language=args.language, limit=args.limit, seed=seed
         )
-        for source in (args.sources or default or list(PRESETS))
+        for source in args.sources
     }
 
 
@@ -141,7 +150,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
     parser.add_argument("--model", default=DEFAULT_MODEL, help="a model name (copyedit model list) or a GGUF path")
-    parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
+    parser.add_argument("--n-ctx", type=int, default=0, help="context length in tokens (default 0: sized to each edit)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
     parser.add_argument(
@@ -320,11 +329,12 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
 
     from .bench import edits
 
-    sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js"], seed=args.seed)
+    sets = _load_sources(args, seed=args.seed)
     modes = args.modes.split(",")
     remote_modes = [name for name in modes if edits.MODES.get(name, {}).get("remote")]
     decoder = _open_editor(args) if len(remote_modes) < len(modes) else None
     remote = _open_editor(args, backend="remote") if remote_modes else None
+    log = edits.RowLog(Path(args.out) / f"{args.name}.rows.jsonl", resume=args.resume)
     result = edits.edits_benchmark(
         decoder,
         sets,
@@ -333,6 +343,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
         ordered=not args.unordered,
         examples=args.examples,
         timeout=args.timeout,
+        log=log,
     )
     result |= {"model": args.model, "seed": args.seed, "limit": args.limit, "batch_invariant": args.batch_invariant}
     kernel_path = Path(args.kernel)
@@ -353,7 +364,7 @@ def cmd_bench_formats(args: argparse.Namespace) -> int:
     from .bench.output import write_json
     from .models import resolve_model
 
-    sets = _load_sources(args, default=["humanevalfix-python", "humanevalfix-js", "quixbugs"])
+    sets = _load_sources(args)
     vocabulary = Vocabulary(resolve_model(args.model, fetch_missing=True, progress=True))
     result = formats.formats_benchmark(sets, vocabulary.tokenize)
     result["model"] = args.model
@@ -361,6 +372,20 @@ def cmd_bench_formats(args: argparse.Namespace) -> int:
     print(json.dumps(result, indent=2) if args.json else formats.format_table(result))
     print(f"\nwrote {path}", file=sys.stderr)
     return 0
+
+
+def cmd_bench_check_gold(args: argparse.Namespace) -> int:
+    """``copyedit bench check-gold``: every item's gold answer through its tests; 1 if one fails."""
+    from .bench import gold
+    from .bench.checks import Outcome
+
+    sets = _load_sources(args)
+    checks = {name: gold.check_gold(items, timeout=args.timeout, label=name) for name, items in sets.items()}
+    if args.json:
+        print(json.dumps({name: check.to_json() for name, check in checks.items()}, indent=2))
+    else:
+        print(gold.format_report(checks))
+    return 1 if any(check.count(Outcome.FAILED) for check in checks.values()) else 0
 
 
 def cmd_bench_lsp(args: argparse.Namespace) -> int:
@@ -474,7 +499,7 @@ def _add_edit_commands(commands) -> None:
 
 
 def _add_bench_commands(bench) -> None:
-    """``bench kernel``, ``bench edits``, ``bench formats`` and ``bench lsp``."""
+    """``bench kernel``, ``bench edits``, ``bench check-gold``, ``bench formats`` and ``bench lsp``."""
     from .models import DEFAULT_MODEL
 
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
@@ -487,8 +512,20 @@ def _add_bench_commands(bench) -> None:
 
     _add_bench_edits(bench)
 
+    gold = bench.add_parser(
+        "check-gold",
+        help="run every item's gold answer (after text) through its tests: passed, failed, could not run",
+        description="Run every item's gold answer through its tests and count passed, failed and could not "
+        "run (a module the tests import is not installed: the [bench] extra, make bench-npm). "
+        "Exit status 1 if a gold answer fails.",
+    )
+    _add_source_arguments(gold, default=SHARED_SETS)
+    gold.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
+    gold.add_argument("--json", action="store_true", help="print JSON instead of the report")
+    gold.set_defaults(func=cmd_bench_check_gold)
+
     formats = bench.add_parser("formats", help="tokens and round trip: program, search/replace, unified diff, rewrite")
-    _add_source_arguments(formats)
+    _add_source_arguments(formats, default=SHARED_SETS)
     formats.add_argument("--model", default=DEFAULT_MODEL, help="the model whose tokenizer counts tokens")
     formats.add_argument("--out", default="bench-results", help="folder for formats.json")
     formats.add_argument("--json", action="store_true")
@@ -507,7 +544,7 @@ def _add_bench_commands(bench) -> None:
 def _add_bench_edits(bench) -> None:
     """``bench edits``."""
     edits = bench.add_parser("edits", help="program, rewrite, lookup and forced modes on real edits, side by side")
-    _add_source_arguments(edits)
+    _add_source_arguments(edits, default=["humanevalfix-python", "humanevalfix-js"])
     _add_model_arguments(edits)
     edits.add_argument(
         "--modes",
@@ -533,6 +570,11 @@ def _add_bench_edits(bench) -> None:
     edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
     edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
     edits.add_argument("--name", default="edits", help="file name stem of the outputs")
+    edits.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows <out>/<name>.rows.jsonl holds (a run that stopped) and measure only the others",
+    )
     edits.add_argument("--json", action="store_true")
     edits.set_defaults(func=cmd_bench_edits)
 

@@ -18,7 +18,7 @@ class Settings:
 
     backend: str = "local"  # "local" (llama.cpp in the server) or "remote" (a completions server)
     model: str = DEFAULT_MODEL  # a model name or a GGUF path
-    n_ctx: int = 4096
+    n_ctx: int = 0  # the context in tokens; 0: sized to each edit, up to the model's training context
     n_threads: int | None = None  # default: every core
     n_gpu_layers: int = 0
     batch_invariant: bool = False  # the same logits however tokens are batched (a build without llamafile)
@@ -40,9 +40,11 @@ class Settings:
             raise ValueError(f"mode must be 'program', 'rewrite' or 'lookup', not {self.mode!r}")
         if self.splice not in ("prefill", "none"):
             raise ValueError(f"splice must be 'prefill' or 'none', not {self.splice!r}")
-        for name in ("n_ctx", "max_new_tokens", "max_file_bytes"):
+        for name in ("max_new_tokens", "max_file_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
+        if self.n_ctx < 0:
+            raise ValueError("n_ctx must be 0 (sized to each edit) or a number of tokens")
         if not 0 <= self.copy_check < 1:
             raise ValueError(f"copy_check must be in [0, 1), not {self.copy_check!r}")
         if self.n_threads is not None and self.n_threads < 1:

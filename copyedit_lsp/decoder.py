@@ -64,6 +64,19 @@ class CopyOutcome:
     doubted: int | None = None
 
 
+def _padded_closes(backend: Backend) -> list[int]:
+    """The tokens that begin a ``</gen>`` after whitespace in one piece (`` </``, ``\n</``): where a
+    line starts, masking ``<`` and ``</`` alone misses them."""
+    opening = GEN_CLOSE.encode()
+    found = []
+    for token in range(backend.n_vocab):
+        piece = backend.piece(token)
+        rest = piece.lstrip(b" \t\r\n")
+        if rest and len(rest) < len(piece) and opening.startswith(rest[: len(opening)]):
+            found.append(token)
+    return found
+
+
 class Decoder:
     """Edits text with one loaded model; keeps the prompt prefix cached between edits."""
 
@@ -85,8 +98,10 @@ class Decoder:
         self.tokens = ProgramTokens.of(backend.tokenize)
         self.any_op = PieceTrie(self.tokens.ops)
         self.no_copy = PieceTrie({k: v for k, v in self.tokens.ops.items() if k != "copy"})
-        # what a gen that changes nothing may not write: the start of its end, or the turn's end
-        self.unchanged_gen_ends = [*self.tokens.gen_close_starts, *backend.end_of_generation]
+        # what a gen that changes nothing may not write: the start of its end (alone or after
+        # whitespace in one token), or the turn's end
+        self.padded_closes = _padded_closes(backend)
+        self.unchanged_gen_ends = [*self.tokens.gen_close_starts, *self.padded_closes, *backend.end_of_generation]
         self._prefixes: dict[tuple, tuple[list[int], Snapshot]] = {}  # warmed prompt prefixes
 
     @classmethod
@@ -94,7 +109,7 @@ class Decoder:
         cls,
         model: str,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 0,
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
         batch_invariant: bool = False,
@@ -203,11 +218,13 @@ class Decoder:
         """Fail before decoding when the prompt and text cannot fit; set the edit's token budget."""
         run.budget = options.budget(source_tokens)
         need = len(prompt) + source_tokens + 64
+        if self.backend.make_room(need + run.budget):
+            self._prefixes.clear()  # saved with the context the model was reloaded without
         if need > self.backend.n_ctx:
             raise ContextOverflow(
                 f"the prompt ({len(prompt)} tokens) and the text to edit ({source_tokens} tokens) "
                 f"do not fit the model's context of {self.backend.n_ctx} tokens: "
-                "edit a smaller range or raise n_ctx"
+                + ("edit a smaller range" if self.backend.growable else "edit a smaller range or raise n_ctx")
             )
 
     def _program(self, run: TokenRun, prompt: list[int], source: str, options: EditOptions) -> EditResult:
@@ -352,10 +369,15 @@ class Decoder:
         """What a gen ``body`` written before input line ``at[1]`` may not write next where a line
         starts (or holds only whitespace) while the gen changes nothing
         (:func:`~copyedit_lsp.edit.repeats_input`): its end, or the end of the turn."""
+        view, line = at
         cut = body.rfind(b"\n") + 1
-        if body[cut:].strip() or not repeats_input(at[0], body[:cut].decode("utf-8", errors="replace"), at[1]):
-            return []
-        return self.unchanged_gen_ends
+        head, tail = body[:cut], body[cut:]
+        if not tail.strip():
+            repeats = repeats_input(view, head.decode("utf-8", errors="replace"), line)
+            return self.unchanged_gen_ends if repeats else []
+        if repeats_input(view, (body + b"\n").decode("utf-8", errors="replace"), line):
+            return self.padded_closes  # "\n</" would end the line it is on and the gen at once
+        return []
 
     def _end_gen(self, run: TokenRun, piece: bytes, rest: bytes) -> None:
         """Make the context read exactly ``</gen>\\n`` after the token ``piece`` that closed a gen

@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .config import Settings
 from .edit import Editor, EditResult, ProgressCallback
+
+# Tests only: a file path. An edit's first progress report then waits until that file exists (and
+# removes it), so a test acts at a known step of the edit instead of racing the model.
+HOLD_VARIABLE = "COPYEDIT_TEST_HOLD"
+
+
+def _held(on_progress: ProgressCallback | None) -> ProgressCallback | None:
+    """``on_progress``, holding the edit after its first report while :data:`HOLD_VARIABLE` says so."""
+    path = os.environ.get(HOLD_VARIABLE)
+    if not path or on_progress is None:
+        return on_progress
+    waited = False
+
+    def report(stats) -> None:
+        nonlocal waited
+        on_progress(stats)
+        if not waited:
+            waited = True
+            deadline = time.monotonic() + 120  # never held for good
+            while not os.path.exists(path) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+    return report
 
 
 def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
@@ -83,7 +111,7 @@ class Engine:
                 raise self._load_error
             assert self._decoder is not None, "load() runs before any edit"
             return self._decoder.edit(
-                source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=on_progress
+                source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=_held(on_progress)
             )
 
         self.running.add(stop)

@@ -2,7 +2,7 @@
 
 pygls's stdio reader trusts every ``Content-Length``: a huge one kills the process, one that is
 off by a byte (or zero, negative, lower-case, LF-only, missing) leaves it alive but deaf.  The
-server reads stdin through :class:`MessageFramer` instead: a header is found wherever it starts
+server reads stdin and TCP connections through :class:`MessageFramer` instead: a header is found wherever it starts
 (``content-length`` in any case, CRLF or LF line ends), a length outside 1..``max_bytes`` is
 reported, and a body is taken as declared only if it is JSON; otherwise as the first JSON value
 between the header and the next header (so a message with a wrong length is still read).  A JSON body holds no raw line break, so a header inside
@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -121,19 +121,19 @@ class Message:
     data: object
 
 
-async def read_messages(
-    stdin: BinaryIO, handle: Callable[[object], None], stop: threading.Event, log: logging.Logger
-) -> None:
-    """Frame ``stdin``'s bytes and pass each message's JSON to ``handle`` until EOF or ``stop``; a body
-    still short of its length after :data:`BODY_TIMEOUT` seconds without new bytes is taken as
-    it is.  A thread reads the file, so the event loop never blocks on it."""
+Read = Callable[[], Awaitable[bytes]]  # the next chunk of a byte stream; b"" at its end
+
+
+def thread_reader(stream: BinaryIO) -> Read:
+    """Chunks of ``stream`` read on a thread (so the event loop never blocks on a file); call it
+    inside the running loop."""
     loop = asyncio.get_running_loop()
     chunks: asyncio.Queue[bytes] = asyncio.Queue()
 
     def pump() -> None:
         while True:
             try:
-                chunk = os.read(stdin.fileno(), 1 << 16)
+                chunk = os.read(stream.fileno(), 1 << 16)
             except OSError:
                 chunk = b""
             loop.call_soon_threadsafe(chunks.put_nowait, chunk)
@@ -141,10 +141,20 @@ async def read_messages(
                 return
 
     threading.Thread(target=pump, name="copyedit-stdin", daemon=True).start()
+    return chunks.get
+
+
+async def read_messages(
+    read: Read, handle: Callable[[object], None], stop: threading.Event, log: logging.Logger
+) -> None:
+    """Frame the bytes ``read`` gives (stdin through :func:`thread_reader`, a TCP connection's
+    ``StreamReader.read``) and pass each message's JSON to ``handle`` until the stream ends or
+    ``stop``; a body still short of its length after :data:`BODY_TIMEOUT` seconds without new
+    bytes is taken as it is."""
     framer = MessageFramer()
     while not stop.is_set():
         try:
-            chunk = await asyncio.wait_for(chunks.get(), BODY_TIMEOUT if framer.pending else None)
+            chunk = await asyncio.wait_for(read(), BODY_TIMEOUT if framer.pending else None)
         except TimeoutError:
             chunk = None
         if chunk == b"":

@@ -119,8 +119,8 @@ def check_size(text: str, max_bytes: int) -> None:
 
 def chunk_lines(n_ctx: int) -> int:
     """The most lines of a file a workspace refactor edits at once: a code line is about ten
-    tokens, and the prompt needs room."""
-    return max(20, n_ctx // 40)
+    tokens, and the prompt needs room (a context sized to each edit, ``n_ctx`` 0, counts as 4096)."""
+    return max(20, (n_ctx or 4096) // 40)
 
 
 def refusal(

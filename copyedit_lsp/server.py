@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
@@ -37,7 +37,7 @@ from .actions import Diagnostic, list_actions
 from .config import Settings, updated
 from .edit import CUTS, Cancelled, EditResult, EditStats
 from .engine import Engine
-from .framing import read_messages
+from .framing import read_messages, thread_reader
 from .region import (
     EditArguments,
     RefactorArguments,
@@ -163,20 +163,45 @@ class CopyeditServer(LanguageServer):
         self.settings = Settings()
         self.engine = Engine()
         self.stops: dict[object, threading.Event] = {}
+        self.editing: dict[str, set[threading.Event]] = {}  # stop flags of the running edits by document URI
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve over stdio, reading through :mod:`~copyedit_lsp.framing` (pygls's reader dies on a
         huge Content-Length and goes deaf after a bad one)."""
         self._stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def serve() -> None:
+            await read_messages(thread_reader(stdin or sys.stdin.buffer), self.protocol.receive, self._stop_event, log)
+
         try:
-            asyncio.run(read_messages(stdin or sys.stdin.buffer, self.protocol.receive, self._stop_event, log))
+            asyncio.run(serve())
         except BrokenPipeError:
             log.error("the client closed the connection")
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
             self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """Serve a client over TCP, reading through :mod:`~copyedit_lsp.framing` as on stdio; the
+        server stops when the client disconnects (as pygls's does)."""
+        self._stop_event = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]  # pygls writes bytes to it, as its own start_tcp does
+            await read_messages(lambda: reader.read(1 << 16), self.protocol.receive, self._stop_event, log)
+            self.shutdown()
+
+        async def serve() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        try:
+            asyncio.run(serve())
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            pass
 
 
 server = CopyeditServer()
@@ -249,9 +274,10 @@ def did_change_configuration(ls: CopyeditServer, params: types.DidChangeConfigur
     types.TEXT_DOCUMENT_CODE_ACTION,
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite]),
 )
-def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+async def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """``textDocument/codeAction``: instruction comments, quick fixes, presets, "Edit with instruction...".
-    Nothing for a document too large to edit (past maxFileBytes), at once: parsing it would stall the loop."""
+    The document is parsed off the event loop; nothing for a document too large to edit (past
+    maxFileBytes), at once."""
     document = _open_document(ls, params.text_document.uri)
     if document is None or len(document.source) > ls.settings.max_file_bytes:
         return []
@@ -261,6 +287,7 @@ def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[type
         for d in params.context.diagnostics
         if d.source != "copyedit"
     ]
+    actions = await asyncio.to_thread(list_actions, document.source, document.language_id, start, end, diagnostics)
     return [
         types.CodeAction(
             title=action.title,
@@ -269,7 +296,7 @@ def code_action(ls: CopyeditServer, params: types.CodeActionParams) -> list[type
                 title=action.title, command=EDIT_COMMAND, arguments=[_edit_arguments(params, document, action)]
             ),
         )
-        for action in list_actions(document.source, document.language_id, start, end, diagnostics)
+        for action in actions
     ]
 
 
@@ -404,22 +431,29 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     document = _document_to_edit(ls, args)
     text, version = document.source, document.version
     language = language_for(document.language_id, args.uri)
-    region = _invalid_params(EDIT_COMMAND, plan_region, text, language, args)
+    region = await asyncio.to_thread(_invalid_params, EDIT_COMMAND, plan_region, text, language, args)
     what = f"{region.kind} {region.name}" if region.name else region.kind
     async with _work(ls, EDIT_COMMAND, "copyedit") as progress:
-        await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
-        result = await _run_region(ls, region, args.instruction, language, progress.stop, progress.report_stats)
+        with _editing(ls, args.uri, progress.stop):
+            await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
+            result = await _run_region(ls, region, args.instruction, language, progress.stop, progress.report_stats)
+    if progress.cancelled and not _unchanged(ls, args.uri, document, version, text):  # stopped by the change
+        reason = refusal(text, text, language, changed=True, cut=None, syntax_guard=False)
+        _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
+        return {"applied": False, "reason": reason}
     if progress.cancelled:
         return CANCELLED
     new_text = replace_region(text, region, result.text)
-    changed = not _unchanged(ls, args.uri, document, version, text)
-    reason = refusal(text, new_text, language, changed=changed, cut=result.cut, syntax_guard=ls.settings.syntax_guard)
+    program = result.program if region.comment_line is None else None
+    reason, edits = await asyncio.to_thread(
+        _checked_edits, text, new_text, region, result, program, language, ls.settings.syntax_guard, _encoding(ls)
+    )
+    if not _unchanged(ls, args.uri, document, version, text):  # read last, on the loop: nothing can come between
+        reason = refusal(text, new_text, language, changed=True, cut=None, syntax_guard=False)
     if reason is not None:
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
         return {"applied": False, "reason": reason, "text": new_text, "stats": _summary(result.stats)}
-    program = result.program if region.comment_line is None else None
-    edits = region_edits(text, region.start, region.end, result.text, program, _encoding(ls))
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
     workspace_edit = types.WorkspaceEdit(
         document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)]
@@ -440,6 +474,53 @@ def _document_to_edit(ls: CopyeditServer, args: EditArguments):
         )
     _invalid_params(EDIT_COMMAND, check_size, document.source, ls.settings.max_file_bytes)
     return document
+
+
+@contextlib.contextmanager
+def _editing(ls: CopyeditServer, uri: str, stop: threading.Event) -> Iterator[None]:
+    """While an edit of ``uri`` runs, a change, close or open of that document stops it (its
+    result could not be applied)."""
+    ls.editing.setdefault(uri, set()).add(stop)
+    try:
+        yield
+    finally:
+        ls.editing[uri].discard(stop)
+        if not ls.editing[uri]:
+            del ls.editing[uri]
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: CopyeditServer, params: types.DidOpenTextDocumentParams) -> None:
+    """``textDocument/didOpen``: a document opened again replaces the one an edit was made for."""
+    _stop_edits_of(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: CopyeditServer, params: types.DidChangeTextDocumentParams) -> None:
+    """``textDocument/didChange``: the edits running on the document are stopped."""
+    _stop_edits_of(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: CopyeditServer, params: types.DidCloseTextDocumentParams) -> None:
+    """``textDocument/didClose``: the edits running on the document are stopped."""
+    _stop_edits_of(ls, params.text_document.uri)
+
+
+def _stop_edits_of(ls: CopyeditServer, uri: str) -> None:
+    for stop in ls.editing.get(uri, ()):
+        stop.set()
+
+
+def _checked_edits(
+    text: str, new_text: str, region: Region, result: EditResult, program, language, guard: bool, encoding: str
+) -> tuple[str | None, list[types.TextEdit]]:
+    """Why the edit must not be applied (a cut output, syntax errors), or else its minimal text
+    edits; run off the event loop (both parse the document)."""
+    reason = refusal(text, new_text, language, changed=False, cut=result.cut, syntax_guard=guard)
+    if reason is not None:
+        return reason, []
+    return None, region_edits(text, region.start, region.end, result.text, program, encoding)
 
 
 def _unchanged(ls: CopyeditServer, uri: str, document, version: int | None, text: str) -> bool:

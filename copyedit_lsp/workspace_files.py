@@ -32,8 +32,22 @@ class WorkspaceFile:
 
 
 def _matches(relative: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """Whether the workspace-relative path matches a glob of ``patterns`` (``**/`` also matches no
+    folder, as in VS Code's globs: ``**/*`` matches top-level files) or its file name does."""
     name = relative.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
+    return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in _with_empty_folders(patterns))
+
+
+def _with_empty_folders(patterns: tuple[str, ...] | list[str]) -> set[str]:
+    """``patterns`` and each with one or more of its ``**/`` dropped."""
+    out: set[str] = set()
+    todo = list(patterns)
+    while todo:
+        pattern = todo.pop()
+        if pattern not in out:
+            out.add(pattern)
+            todo += [pattern[:i] + pattern[i + 3 :] for i in range(len(pattern)) if pattern.startswith("**/", i)]
+    return out
 
 
 def workspace_files(

@@ -1,4 +1,5 @@
-"""``copyedit bench edits``: the aggregates and the bound on known rows, and one real run with the tiny model."""
+"""``copyedit bench edits``: the aggregates and the bound on known rows, the tests' three outcomes in rows and
+tables, and real runs with the tiny model."""
 
 import json
 import math
@@ -6,10 +7,18 @@ import math
 import pytest
 
 from copyedit_lsp.backend import Backend
-from copyedit_lsp.bench.datasets import load_items
-from copyedit_lsp.bench.edits import BASE_MODES, bound_table, edits_benchmark, kernel_curve, summarize, write_outputs
+from copyedit_lsp.bench.datasets import EditItem, load_items
+from copyedit_lsp.bench.edits import (
+    BASE_MODES,
+    bound_table,
+    edits_benchmark,
+    format_tables,
+    kernel_curve,
+    summarize,
+    write_outputs,
+)
 from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import EditOptions
+from copyedit_lsp.edit import EditOptions, EditResult, EditStats
 
 KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"span": 256, "speedup": 4.0}]}
 
@@ -64,6 +73,42 @@ def test_a_remote_mode_is_compared_with_its_local_mode():
     entry = summarize(rows, ["rewrite", "remote-rewrite"])["remote-rewrite"]
     assert entry["reference"] == "rewrite" and entry["same_text"] == 1 and "same_program" not in entry
     assert entry["latency_ratio_median"] == 2.0 and entry["requests_per_edit"] == 1  # median of 1.5x and 2.5x
+
+
+class Answers:
+    """An editor without a model: each edit's text is looked up by the text it was given."""
+
+    def __init__(self, answers: dict[str, str]):
+        self.answers = answers
+
+    def warm(self, options):
+        pass
+
+    def edit(self, source, instruction, options=None, **_):
+        return EditResult(None, self.answers[source], EditStats(mode="rewrite", total_seconds=1.0))
+
+
+def test_tests_that_could_not_run_are_neither_passed_nor_failed():
+    """Rows and tables tell a wrong edit from tests whose module is missing."""
+    needs = "import copyedit_missing_module\n"
+    items = [
+        EditItem("right", "x = 1\n", "x = 2\n", "two", test="assert x == 2"),
+        EditItem("wrong", "y = 1\n", "y = 2\n", "two", test="assert y == 2"),
+        EditItem("missing", "z = 1\n", needs + "z = 2\n", "two", test="assert z == 2"),
+    ]
+    editor = Answers({"x = 1\n": "x = 2\n", "y = 1\n": "y = 3\n", "z = 1\n": needs + "z = 2\n"})
+    result = edits_benchmark(editor, {"set": items}, modes=["rewrite"], progress=False)
+    rows = result["sets"]["set"]["rows"]
+    assert [(r["id"], r["passed"], r["tests"]) for r in rows] == [
+        ("right", True, "passed"),
+        ("wrong", False, "failed"),
+        ("missing", None, "could_not_run"),
+    ]
+    entry = result["sets"]["set"]["summary"]["rewrite"]
+    assert (entry["exact"], entry["passed"], entry["tested"], entry["untestable"]) == (2, 1, 2, 1)
+    table = format_tables(result)
+    assert "| mode | exact | tests passed | no result | tests could not run |" in table
+    assert "| rewrite | 2/3 | 1/2 | 0 | 1 |" in table
 
 
 def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
@@ -121,3 +166,40 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
     assert json.loads(paths[0].read_text())["modes"] == modes
     assert "| forced | 2/2 |" in paths[1].read_text()
     decoder.backend.close()
+
+
+@pytest.mark.model
+def test_an_item_that_raises_is_recorded_and_a_killed_run_resumes(tiny_model_path, tmp_path):
+    """One item too long for a fixed context: its rows say why and the run goes on. The rows are
+    kept as they are measured; a run killed mid-line resumes and measures only what is missing."""
+    from copyedit_lsp.bench.datasets import EditItem
+    from copyedit_lsp.bench.edits import RowLog, format_tables
+
+    decoder = Decoder(Backend(tiny_model_path, n_ctx=1024, n_threads=2))
+    long = "".join(f"value_{i} = {i}\n" for i in range(300))
+    items = load_items("humanevalfix-python", limit=2)
+    items.insert(1, EditItem("long", long, long, "Keep it."))
+    modes = ["rewrite", "forced"]
+    path = tmp_path / "rows.jsonl"
+    first = edits_benchmark(decoder, {"py": items}, modes=modes, progress=False, log=RowLog(path))
+    rows = first["sets"]["py"]["rows"]
+    assert len(rows) == 6 and [r["id"] for r in rows if "error" in r] == ["long", "long"]
+    assert all("ContextOverflow" in r["error"] and not r["passed"] for r in rows if r["id"] == "long")
+    assert all(r["exact"] for r in rows if r["mode"] == "forced" and r["id"] != "long")
+    summary = first["sets"]["py"]["summary"]
+    assert summary["forced"]["errors"] == 1 and summary["forced"]["exact"] == 2 and summary["forced"]["items"] == 3
+    assert "| forced | 2/3 | 2/3 | 1 |" in format_tables(first)
+    assert [json.loads(line) for line in path.read_text().splitlines()] == rows
+
+    kept = path.read_text().splitlines()[:3]
+    path.write_text("\n".join(kept) + '\n{"set": "py", "id": "Python/1", "mo')  # killed while writing row 4
+    calls = decoder.backend.counters.calls
+    again = edits_benchmark(decoder, {"py": items}, modes=modes, progress=False, log=RowLog(path, resume=True))
+    assert decoder.backend.counters.calls > calls  # the missing rows were measured
+    assert again["sets"]["py"]["rows"][:3] == rows[:3]
+    assert [(r["id"], r["mode"]) for r in again["sets"]["py"]["rows"]] == [(r["id"], r["mode"]) for r in rows]
+    assert len(path.read_text().splitlines()) == 6 and again["sets"]["py"]["summary"]["forced"]["exact"] == 2
+    calls = decoder.backend.counters.calls
+    edits_benchmark(decoder, {"py": items}, modes=modes, progress=False, log=RowLog(path, resume=True))
+    assert decoder.backend.counters.calls == calls  # nothing left to measure
+    decoder.close()

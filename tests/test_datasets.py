@@ -1,6 +1,7 @@
 """Reading edits: presets of the shared data, JSONL layouts by --format, field overrides, clear errors."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -34,6 +35,10 @@ def test_canitedit_layout(tmp_path):
         "do it",
         "assert True",
     )
+    (lazy,) = load_items(path, format="canitedit-lazy")
+    assert lazy == replace(item, instruction="x")
+    (field,) = load_items(path, format="canitedit", fields={"instruction": "instruction_lazy"})
+    assert field == lazy
 
 
 def test_editeval_layout_with_context(tmp_path):

@@ -253,6 +253,27 @@ def test_document_longer_than_the_context_fails_before_decoding(tiny_model_path)
     decoder.backend.close()
 
 
+def test_a_context_sized_to_the_edit_grows_to_the_models_training_context(tiny_model_path):
+    """n_ctx 0 (the default): a text past the first 4096 tokens grows the context (the model
+    reloaded, the prompt prefix re-evaluated) and the edit is exact; past the training context
+    (SmolLM2: 8192) it fails before decoding."""
+    decoder = Decoder(Backend(tiny_model_path, n_threads=2))
+    try:
+        assert decoder.backend.growable and decoder.backend.n_ctx == 4096
+        assert decoder.edit("x = 1\n", "Keep it.", EditOptions(mode="rewrite", max_new_tokens=8)).text
+        before = "".join(f"value_{i} = {i} * {i}\n" for i in range(150))  # 2,270 tokens, the prompt 3,300
+        after = before.replace("value_7 = 7 * 7\n", "value_7 = 49\n")
+        program = oracle_program(before, after)
+        result = decoder.edit(before, "Fold value_7.", EditOptions(mode="forced", program=program))
+        assert result.text == after and result.cut is None
+        assert decoder.backend.n_ctx == 8192  # 4096 * 2, the training context
+        assert not decoder.backend.make_room(9000)
+        with pytest.raises(ContextOverflow, match="context of 8192 tokens: edit a smaller range$"):
+            decoder.edit(before * 2, "Fold value_7.", EditOptions(mode="rewrite"))
+    finally:
+        decoder.close()
+
+
 def test_cancellation_mid_program_returns_nothing_and_the_next_edit_works(tiny):
     item = load_items("humanevalfix-python", limit=1)[0]
     program = oracle_program(item.before, item.after)
@@ -317,7 +338,7 @@ def test_lookup_writes_what_rewrite_writes(qwen):
         prompt = qwen.prompt(item.before, item.instruction, EditOptions(mode="rewrite", language="python"))
         logits, a, b = near_tie(qwen, prompt, rewrite.tokens, lookup.tokens)
         assert {a, b} == set(np.argsort(logits)[-2:].tolist()), item.id
-    assert same >= 10
+    assert same >= 18  # the README's full run: 162 of 164 the same tokens
     assert lookup_steps < steps / 2
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import queue
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -43,24 +44,29 @@ def code_action_params(line: int = 0) -> dict:
 
 
 class Server:
-    """The language server as a subprocess, its answers collected by id."""
+    """The language server as a subprocess over stdio or TCP, its answers collected by id."""
 
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "copyedit_lsp.server"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+    def __init__(self, transport: str = "stdio") -> None:
+        command = [sys.executable, "-m", "copyedit_lsp.server"]
+        if transport == "tcp":
+            with socket.socket() as probe:  # a free port
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            command += ["--tcp", f"127.0.0.1:{port}"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.socket = _connect(port, self.process) if transport == "tcp" else None
         self.answers: dict[object, dict] = {}
         self.arrived: queue.Queue[dict] = queue.Queue()
         self.stderr = bytearray()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._drain, daemon=True).start()
 
+    def _chunk(self) -> bytes:
+        return self.socket.recv(1 << 16) if self.socket else self.process.stdout.read1(1 << 16)
+
     def _read(self) -> None:
         framer = MessageFramer()
-        while chunk := self.process.stdout.read1(1 << 16):
+        while chunk := self._chunk():
             framer.feed(chunk)
             for item in framer.messages():
                 assert isinstance(item, Message), item  # the server's own framing is exact
@@ -74,8 +80,11 @@ class Server:
             self.stderr += chunk
 
     def send(self, data: bytes) -> None:
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
+        if self.socket:
+            self.socket.sendall(data)
+        else:
+            self.process.stdin.write(data)
+            self.process.stdin.flush()
 
     def wait_for(self, msg_id: object, timeout: float = 20.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -86,13 +95,26 @@ class Server:
         return self.answers[msg_id]
 
     def close(self) -> None:
+        if self.socket:
+            self.socket.close()
         self.process.kill()
         self.process.wait()
 
 
-@pytest.fixture
-def server():
-    server = Server()
+def _connect(port: int, process: subprocess.Popen) -> socket.socket:
+    """A connection to the server once it listens."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except ConnectionRefusedError:
+            assert process.poll() is None and time.monotonic() < deadline, "the server did not listen"
+            time.sleep(0.05)
+
+
+@pytest.fixture(params=["stdio", "tcp"])
+def server(request):
+    server = Server(request.param)
     yield server
     server.close()
 

@@ -174,6 +174,11 @@ def test_workspace_files_stay_inside_and_skip_what_is_not_utf8_text(tmp_path):
     assert [f.relative for f in files] == ["sub/b.ts"] and not skipped
     files, skipped = workspace_files([root], None, 1, max_bytes=1000)
     assert len(files) == 1 and ("sub/b.ts", "more than maxFiles=1 files") in skipped
+    # ``**/`` matches no folder too, as in VS Code's globs: top-level files are included
+    files, _ = workspace_files([root], ["**/*"], 50, max_bytes=1000)
+    assert [f.relative for f in files] == ["a.py", "notes.txt", "sub/b.ts"]
+    files, _ = workspace_files([root], ["**/sub/**/*.ts", "**/*.py"], 50, max_bytes=1000)
+    assert [f.relative for f in files] == ["a.py", "sub/b.ts"]
 
 
 def test_syntax_guard_sees_tree_sitter_errors_and_python_indentation_errors():

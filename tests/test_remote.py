@@ -181,13 +181,20 @@ def test_a_copy_is_spliced_by_the_servers_prefix_cache(remote_decoder, llama_ser
     assert copied <= evaluated_2 <= copied + 2
 
 
-def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, items):
+def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, items, monkeypatch):
     item = items[1]
     pieces = []
+    responses: list[httpx.Response] = []
+    send = httpx.Client.send
+
+    def kept(client, request, **kwargs):
+        responses.append(send(client, request, **kwargs))
+        return responses[-1]
 
     def stop() -> bool:
         return len(pieces) >= 3
 
+    monkeypatch.setattr(httpx.Client, "send", kept)
     with pytest.raises(Cancelled):
         remote_decoder.edit(
             item.before,
@@ -196,6 +203,8 @@ def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, i
             stop=stop,
             on_progress=lambda stats: pieces.append(stats.chosen_tokens),
         )
+    (stream,) = responses  # the one streamed request, cancelled before the answer was complete
+    assert stream.is_closed and len(pieces) == 3
     result = remote_decoder.edit(
         item.before, item.instruction, EditOptions(mode="forced", program=oracle_program(item.before, item.after))
     )
@@ -271,22 +280,28 @@ async def remote_client(lsp_client: LanguageClient, llama_server):
     await lsp_client.shutdown_session()
 
 
-async def test_the_language_server_edits_through_the_remote_backend(remote_client):
+async def test_the_language_server_edits_through_the_remote_backend(remote_client, local_decoder):
+    """The server's result is the remote decoder's edit of mean(), which is the local decoder's
+    (the same base model, the copy check off), applied as a versioned edit if it changes the text."""
     uri = "file:///tmp/stats.py"
     text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    mean = "".join(text.splitlines(keepends=True)[:6])  # the edit's scope: the function under the cursor
+    here = local_decoder.edit(mean, "Fix the bug in mean.", EditOptions(language="python", copy_check=0.0))
+    expected = here.text + text[len(mean) :]
     open_document(remote_client, uri, text, version=3)
-    cursor = {"line": 5, "character": 8}  # in mean(): the edit's scope
+    cursor = {"line": 5, "character": 8}  # in mean()
     result = await run_edit(
         remote_client, {"uri": uri, "range": {"start": cursor, "end": cursor}, "instruction": "Fix the bug in mean."}
     )
     assert result["stats"]["requests"] >= 2, result
-    if result["applied"] and result["edits"]:
+    assert result["text"] == expected and result["applied"] is True, result.get("reason")
+    if expected != text:
         (params,) = remote_client.applied
         (change,) = params.edit.document_changes
         assert change.text_document.version == 3
-        assert apply_lsp_edits(text, change.edits) == result["text"]
-    else:  # no change, or refused (e.g. by the syntax guard): nothing reaches the client
-        assert remote_client.applied == [], result
+        assert apply_lsp_edits(text, change.edits) == expected
+    else:  # the model changed nothing: nothing reaches the client
+        assert result["edits"] == 0 and remote_client.applied == []
 
 
 # Plumbing: a stand-in HTTP server for failures a real server does not produce on demand.

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,11 @@ from copyedit_lsp.textedits import apply_lsp_edits
 pytestmark = pytest.mark.model
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
+# A server whose edits wait after their first progress report until the test creates this file.
+RELEASE = Path(tempfile.mkdtemp(prefix="copyedit-hold-")) / "release"
+HELD = ClientServerConfig(
+    server_command=SERVER.server_command, server_env=os.environ | {"COPYEDIT_TEST_HOLD": str(RELEASE)}
+)
 TINY = {"model": "smollm2-135m", "nThreads": 2, "nCtx": 4096}
 
 PYTHON = """import math
@@ -59,6 +67,24 @@ async def tiny(request, lsp_client: LanguageClient):
     await start(lsp_client, request.param, TINY)
     yield lsp_client
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=HELD, params=["neovim@v0.7.0", "visual-studio-code"])
+async def held(request, lsp_client: LanguageClient):
+    """A client of the server with the tiny model whose edits are held at their first progress
+    report until :func:`release`: what the test does meanwhile happens at a known step."""
+    RELEASE.unlink(missing_ok=True)
+    await start(lsp_client, request.param, TINY)
+    yield lsp_client
+    RELEASE.touch()  # an edit still held goes on
+    await lsp_client.shutdown_session()
+
+
+async def release(client: LanguageClient, uri: str) -> None:
+    """Let the held edit go on once the server has read every message sent before: it answers
+    requests in order, so the answer to a code action on ``uri`` comes after them."""
+    await code_actions(client, uri, 0)
+    RELEASE.touch()
 
 
 @pytest_lsp.fixture(config=SERVER)
@@ -162,6 +188,46 @@ async def test_edit_applies_minimal_versioned_edits_equal_to_the_decoders_result
     assert any(isinstance(v, types.WorkDoneProgressReport) and "copied" in (v.message or "") for v in progress)
 
 
+def long_module() -> str:
+    """A Python file of about 220 lines and 1,530 tokens: correct HumanEvalFix solutions with
+    their docstrings, then the demo's buggy mean()."""
+    from copyedit_lsp.bench.datasets import data_dir
+
+    stats = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    records = (json.loads(line) for line in (data_dir() / "humanevalfix" / "python.jsonl").open())
+    parts: list[str] = []
+    for record in records:
+        code = (record["prompt"] + record["canonical_solution"]).strip("\n") + "\n"
+        if sum(p.count("\n") + 2 for p in [*parts, code, stats]) > 230:
+            break
+        parts.append(code)
+    return "\n\n".join([*parts, stats])
+
+
+async def test_a_whole_file_past_the_first_context_edits_with_the_default_settings(qwen):
+    """The whole file selected: the prompt, the text and its splice leave a 4096-token context about
+    60 tokens to write, so the context grows (nCtx 0, the default) and the edit runs to its end
+    instead of being cut short. This checks the context, not
+    the model: the 0.5B selector's programs for a whole file are often wrong (the syntax guard may
+    refuse them; README, whole files)."""
+    uri = "file:///tmp/module.py"
+    from copyedit_lsp.backend import Vocabulary
+    from copyedit_lsp.models import resolve_model
+
+    text = long_module()
+    lines = text.count("\n")
+    vocabulary = Vocabulary(resolve_model("qwen2.5-coder-0.5b"))
+    # the prompt (950 tokens and the text) and the spliced text leave a fixed 4096 no room to write
+    assert len(vocabulary.tokenize(text)) > 1500
+    vocabulary.close()
+    open_document(qwen, uri, text)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": lines, "character": 0}}
+    result = await run_edit(qwen, {"uri": uri, "range": everything, "instruction": "Fix the bug in mean."})
+    # run_edit raises on "do not fit the model's context"; nor may the output be cut short
+    assert "cut short" not in result.get("reason", ""), result.get("reason")
+    assert result["stats"]["splicedTokens"] > 1000  # most of the file copied after a prompt of 2,600 tokens
+
+
 def vars_(position: types.Position) -> dict:
     return {"line": position.line, "character": position.character}
 
@@ -189,65 +255,68 @@ async def _wait_for_progress(client: LanguageClient) -> str:
 LONG = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(12))
 
 
-async def test_progress_reports_figures_and_cancel_applies_nothing(tiny):
+async def test_progress_reports_figures_and_cancel_applies_nothing(held):
     uri = "file:///tmp/long.py"
-    open_document(tiny, uri, LONG)
+    open_document(held, uri, LONG)
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
     task = asyncio.create_task(
-        run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Rename x to value everywhere."})
+        run_edit(held, {"uri": uri, "range": everything, "instruction": "Rename x to value everywhere."})
     )
-    token = await _wait_for_progress(tiny)
-    begin = tiny.progress_reports[token][0]
+    token = await _wait_for_progress(held)
+    begin = held.progress_reports[token][0]
     assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable
-    tiny.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    held.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    await release(held, uri)
     result = await asyncio.wait_for(task, 60)
     assert result == {"applied": False, "reason": "cancelled"}
-    assert tiny.applied == []
-    assert isinstance(tiny.progress_reports[token][-1], types.WorkDoneProgressEnd)
+    assert held.applied == []
+    assert isinstance(held.progress_reports[token][-1], types.WorkDoneProgressEnd)
 
 
-async def test_cancel_request_stops_the_edit(tiny):
+async def test_cancel_request_stops_the_edit(held):
     uri = "file:///tmp/long2.py"
-    open_document(tiny, uri, LONG)
+    open_document(held, uri, LONG)
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
-    future = tiny.protocol.send_request(
+    future = held.protocol.send_request(
         types.WORKSPACE_EXECUTE_COMMAND,
         types.ExecuteCommandParams(
             command="copyedit.edit", arguments=[{"uri": uri, "range": everything, "instruction": "Rename x to y."}]
         ),
     )
-    token = await _wait_for_progress(tiny)
-    (request_id,) = [i for i, f in tiny.protocol._request_futures.items() if f is future]
-    tiny.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=request_id))
+    token = await _wait_for_progress(held)
+    (request_id,) = [i for i, f in held.protocol._request_futures.items() if f is future]
+    held.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=request_id))
+    await release(held, uri)
     with pytest.raises(JsonRpcRequestCancelled):  # LSP's answer to a cancelled request
         await asyncio.wait_for(asyncio.wrap_future(future), 60)
     for _ in range(600):  # the server ends the progress once the decoder has stopped
-        if isinstance(tiny.progress_reports[token][-1], types.WorkDoneProgressEnd):
+        if isinstance(held.progress_reports[token][-1], types.WorkDoneProgressEnd):
             break
         await asyncio.sleep(0.05)
-    assert tiny.progress_reports[token][-1].message == "cancelled: nothing applied"
-    assert tiny.applied == []
+    assert held.progress_reports[token][-1].message == "cancelled: nothing applied"
+    assert held.applied == []
 
 
-async def test_a_stale_version_is_refused(tiny):
+async def test_a_stale_version_is_refused(held):
     uri = "file:///tmp/stale.py"
-    open_document(tiny, uri, LONG)
+    open_document(held, uri, LONG)
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
     task = asyncio.create_task(
-        run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
+        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
     )
-    await _wait_for_progress(tiny)
-    tiny.text_document_did_change(
+    await _wait_for_progress(held)
+    held.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=LONG + "# typed meanwhile\n")],
         )
     )
+    await release(held, uri)
     result = await asyncio.wait_for(task, 300)
     assert result["applied"] is False and "changed while the edit ran" in result["reason"]
-    assert tiny.applied == []
+    assert held.applied == []
     with pytest.raises(Exception, match="the document changed"):  # a stale version is refused up front too
-        await run_edit(tiny, {"uri": uri, "version": 1, "instruction": "Anything."})
+        await run_edit(held, {"uri": uri, "version": 1, "instruction": "Anything."})
 
 
 async def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(tiny):
@@ -349,23 +418,56 @@ async def test_every_request_is_answered_while_the_model_loads(loading):
     ]
     replies = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), 120)
     assert len(replies) == 40 and all("no instruction" in str(r) for r in replies)
+    assert _load_ended(loading) is None  # every reply came while the model was still loading
+    for _ in range(600):
+        if _load_ended(loading) is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert _load_ended(loading) == "model ready"
 
 
-async def test_an_edit_of_a_closed_and_reopened_document_is_not_applied(tiny):
-    """didClose and didOpen of other text at the same version number while the edit runs: the
-    edit was made for the old text, so no workspace/applyEdit is sent and the client is told why."""
+def _load_ended(client: LanguageClient) -> str | None:
+    """The message that ended the server's model-loading progress, or None while it loads."""
+    for token, reports in client.progress_reports.items():
+        if str(token).startswith("copyedit-load-"):
+            ends = [r.message for r in reports if isinstance(r, types.WorkDoneProgressEnd)]
+            return ends[0] if ends else None
+    return None
+
+
+@pytest.mark.parametrize("reopened", ["other text", "the same text"])
+async def test_an_edit_of_a_closed_and_reopened_document_is_not_applied(held, reopened):
+    """didClose and didOpen at the same version number while the edit runs: the edit was made for
+    the document as it was, so no workspace/applyEdit is sent and the client is told why."""
     uri = "file:///tmp/reopened.py"
-    open_document(tiny, uri, LONG)
+    open_document(held, uri, LONG)
     everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
     task = asyncio.create_task(
-        run_edit(tiny, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
+        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
     )
-    await _wait_for_progress(tiny)
-    tiny.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    open_document(tiny, uri, "import os\nimport sys\n", version=1)
+    await _wait_for_progress(held)
+    held.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    open_document(held, uri, "import os\nimport sys\n" if reopened == "other text" else LONG, version=1)
+    await release(held, uri)
     result = await asyncio.wait_for(task, 300)
     assert result["applied"] is False and "closed or reopened" in result["reason"]
-    assert tiny.applied == []
+    assert held.applied == []
+
+
+async def test_an_edit_of_a_document_opened_again_is_not_applied(held):
+    """A second didOpen of the document while the edit runs replaces it: nothing is applied."""
+    uri = "file:///tmp/opened-twice.py"
+    open_document(held, uri, LONG)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
+    task = asyncio.create_task(
+        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
+    )
+    await _wait_for_progress(held)
+    open_document(held, uri, "x = 1\n", version=1)
+    await release(held, uri)
+    result = await asyncio.wait_for(task, 300)
+    assert result["applied"] is False and "closed or reopened" in result["reason"]
+    assert held.applied == []
 
 
 @pytest_lsp.fixture(config=SERVER)

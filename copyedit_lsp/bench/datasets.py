@@ -19,7 +19,7 @@ class EditItem:
     instruction: str
     language: str = "python"
     test: str = ""  # code appended to the edited text to check it ("" = no test)
-    context: str = ""  # code the edited text needs before it when tested
+    context: str = ""  # code the edited text needs around it when tested ({{Code}} marks where; else before it)
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,7 @@ def data_dir() -> Path:
 FIELDS = ("id", "before", "after", "instruction", "test", "context")
 
 # Field names of JSONL edit files by their layout (``--format``): EditItem field -> JSONL field.
+# An EditEval ``context`` may be a template with ``{{Code}}`` where the edited text goes.
 FORMATS: dict[str, dict[str, str]] = {
     "plain": {
         "id": "id",
@@ -116,6 +117,8 @@ FORMATS: dict[str, dict[str, str]] = {
         "context": "context",
     },
 }
+# CanItEdit states each edit twice: ``instruction_descriptive`` (canitedit) and ``instruction_lazy``.
+FORMATS["canitedit-lazy"] = FORMATS["canitedit"] | {"instruction": "instruction_lazy"}
 
 
 def _field(record: dict, spec: str, *, required: bool = False) -> str:

@@ -1,10 +1,11 @@
 """``copyedit bench edits``: every decoding mode on real edits, interleaved item by item.
 
-Per item and mode: exact match, tests passed, parse rate, latency, decode steps and spliced
-tokens; per set and mode the aggregate, with the median latency ratio over ``rewrite``.  Each
-mode's fixed prompt prefix (system prompt and examples) is in the KV cache before its edit is
-timed (:meth:`~copyedit_lsp.edit.Editor.warm`), and nothing of another mode's edit of the same
-item, as in a server that has made edits before: latency counts the item, not the prefix.
+Per item and mode: exact match, tests passed (or could not run: a missing dependency is not a
+wrong edit), parse rate, latency, decode steps and spliced tokens; per set and mode the aggregate,
+with the median latency ratio over ``rewrite``.  Each mode's fixed prompt prefix (system prompt
+and examples) is in the KV cache before its edit is timed (:meth:`~copyedit_lsp.edit.Editor.warm`),
+and nothing of another mode's edit of the same item, as in a server that has made edits before:
+latency counts the item, not the prefix.
 
 Modes named ``remote-program``, ``remote-rewrite`` and ``remote-forced`` run on an
 OpenAI-compatible completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), one request
@@ -24,6 +25,7 @@ N / s(N) steps, where s is the measured kernel speedup curve (``copyedit bench k
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -38,7 +40,7 @@ from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
 from ..resolver import oracle_program
-from .checks import run_tests
+from .checks import Outcome, run_tests
 from .datasets import EditItem
 from .output import markdown_table, write_json
 
@@ -74,12 +76,14 @@ REMOTE_REFERENCES["remote-program"] = "program-unchecked"  # a completions serve
 
 def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
     stats = result.stats
+    tests = run_tests(item, result.text, timeout=timeout).outcome
     row = {
         "id": item.id,
         "mode": name,
         "exact": result.text == item.after,
         "text": result.text,
-        "passed": run_tests(item, result.text, timeout=timeout),
+        "passed": tests.passed,
+        "tests": tests,  # an Outcome: passed, failed, could_not_run or no_tests
         "seconds": result.stats.total_seconds,
         "decode_steps": stats.decode_steps,
         "chosen_tokens": stats.chosen_tokens,
@@ -110,6 +114,39 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
     return row
 
 
+def _error_row(item: EditItem, name: str, error: Exception) -> dict:
+    """The row of an edit that raised instead of returning (a document past the context, a server
+    that went away, ...): no text, nothing passed, and why."""
+    return {"id": item.id, "mode": name, "exact": False, "passed": False, "error": f"{type(error).__name__}: {error}"}
+
+
+class RowLog:
+    """A run's rows, appended to a JSONL file as each is measured (a killed run keeps them); with
+    ``resume`` the rows an earlier run of the same file wrote are read back and not measured again."""
+
+    def __init__(self, path: Path, *, resume: bool = False):
+        self.path = path
+        self.saved: dict[tuple[str, str, str], dict] = {}
+        if resume and path.is_file():
+            for line in path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:  # the line a killed run was writing
+                    continue
+                self.saved[row["set"], row["id"], row["mode"]] = row
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w") as out:  # the rows kept, without a torn last line
+            out.writelines(json.dumps(row) + "\n" for row in self.saved.values())
+
+    def get(self, set_name: str, item_id: str, mode: str) -> dict | None:
+        """The row an earlier run measured, if any."""
+        return self.saved.get((set_name, item_id, mode))
+
+    def add(self, row: dict) -> None:
+        with self.path.open("a") as out:
+            out.write(json.dumps(row) + "\n")
+
+
 def first_divergence(
     decoder: Decoder, prompt: list[int], reference: Sequence[int], other: Sequence[int]
 ) -> tuple[int, float | None, np.ndarray | None]:
@@ -135,7 +172,7 @@ def _mark_divergences(
     for item in items:
         for name, reference in REFERENCES.items():
             row, base = by_key.get((item.id, name)), by_key.get((item.id, reference))
-            if row is None or base is None or row["tokens"] == base["tokens"]:
+            if row is None or base is None or "error" in row or "error" in base or row["tokens"] == base["tokens"]:
                 continue
             assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
             options = _options(reference, item, ordered=True, examples=examples)
@@ -162,11 +199,13 @@ def edits_benchmark(
     examples: str | None = None,
     timeout: float = 10.0,
     progress: bool = True,
-    on_row: Callable[[dict], None] | None = None,
+    log: RowLog | None = None,
 ) -> dict:
     """Run ``modes`` on every item of ``sets``, interleaved item by item; rows and aggregates per set.
 
-    Local modes run on ``decoder``, remote modes on ``remote``."""
+    Local modes run on ``decoder``, remote modes on ``remote``. An edit that raises is recorded as
+    an ``error`` row and the run goes on; ``log`` keeps each row as it is measured (and gives back
+    the rows of an earlier run)."""
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(MODES)}")
@@ -187,28 +226,43 @@ def edits_benchmark(
             rows = []
             for item in items:
                 for name in modes:
-                    editor = remote if MODES[name].get("remote") else decoder
-                    assert editor is not None
-                    options = _options(name, item, ordered=ordered, examples=examples)
-                    editor.warm(options)  # as in a server that has made edits before: the item is timed, not the prefix
-                    row = _row(item, name, editor.edit(item.before, item.instruction, options), timeout)
+                    row = log.get(set_name, item.id, name) if log is not None else None
+                    if row is None:
+                        row = {"set": set_name} | _measure(
+                            remote if MODES[name].get("remote") else decoder, item, name, ordered, examples, timeout
+                        )
+                        if log is not None:
+                            log.add(row)
                     rows.append(row)
-                    if on_row is not None:
-                        on_row(row)
                     bar.update()
             _mark_divergences(decoder, items, rows, examples)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
 
+def _measure(
+    editor: Editor | None, item: EditItem, name: str, ordered: bool, examples: str | None, timeout: float
+) -> dict:
+    """The row of benchmark mode ``name`` on ``item``."""
+    assert editor is not None
+    options = _options(name, item, ordered=ordered, examples=examples)
+    try:
+        editor.warm(options)  # as in a server that has made edits before: the item is timed, not the prefix
+        result = editor.edit(item.before, item.instruction, options)
+    except Exception as error:  # recorded with its reason; the other items go on
+        return _error_row(item, name, error)
+    return _row(item, name, result, timeout)
+
+
 def _against_local(name: str, mode_rows: dict[str, dict], local: dict[str, dict]) -> dict:
     """A remote mode's rows against its local mode's: same text and program, latency ratio, requests."""
     pairs = [(r, local[i]) for i, r in mode_rows.items() if i in local]
+    measured = [(mine, theirs) for mine, theirs in pairs if "error" not in mine and "error" not in theirs]
     entry = {
         "reference": REMOTE_REFERENCES[name],
-        "same_text": sum(mine["text"] == theirs["text"] for mine, theirs in pairs),
-        "latency_ratio_median": statistics.median(mine["seconds"] / theirs["seconds"] for mine, theirs in pairs),
-        "requests_per_edit": statistics.mean(r["requests"] for r in mode_rows.values()),
+        "same_text": sum(mine["text"] == theirs["text"] for mine, theirs in measured),
+        "latency_ratio_median": _median(mine["seconds"] / theirs["seconds"] for mine, theirs in measured),
+        "requests_per_edit": _mean(r["requests"] for r in mode_rows.values() if "error" not in r),
     }
     if MODES[name]["mode"] != "rewrite":
         entry["same_program"] = sum(mine.get("program") == theirs.get("program") for mine, theirs in pairs)
@@ -216,34 +270,40 @@ def _against_local(name: str, mode_rows: dict[str, dict], local: dict[str, dict]
 
 
 def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
-    """Per mode: items, exact, tests passed, parse rate, median latency and median speedup over rewrite."""
+    """Per mode: items, exact, tests passed (of those that ran) and could not run, parse rate, median
+    latency and median speedup over rewrite."""
     by_mode = {name: {r["id"]: r for r in rows if r["mode"] == name} for name in modes}
     rewrite = by_mode.get("rewrite", {})
     summary = {}
     for name, mode_rows in by_mode.items():
         if not mode_rows:
             continue
-        values = list(mode_rows.values())
-        tested = [r["passed"] for r in values if r["passed"] is not None]
+        every = list(mode_rows.values())
+        values = [r for r in every if "error" not in r]  # the edits that returned a result
+        tested = [r["passed"] for r in every if r["passed"] is not None]
         entry = {
-            "items": len(values),
-            "exact": sum(r["exact"] for r in values),
+            "items": len(every),
+            "errors": len(every) - len(values),
+            "untestable": sum(r.get("tests") == Outcome.COULD_NOT_RUN for r in every),
+            "exact": sum(r["exact"] for r in every),
             "passed": sum(tested),
             "tested": len(tested),
-            "median_seconds": statistics.median(r["seconds"] for r in values),
+            "median_seconds": _median(r["seconds"] for r in values),
             "decode_steps": sum(r["decode_steps"] for r in values),
             "output_tokens": sum(r["output_tokens"] for r in values),
             "spliced_tokens": sum(r["spliced_tokens"] for r in values),
         }
         if rewrite:
-            entry["speedup_median"] = statistics.median(
-                rewrite[i]["seconds"] / r["seconds"] for i, r in mode_rows.items() if i in rewrite
+            entry["speedup_median"] = _median(
+                rewrite[i]["seconds"] / r["seconds"]
+                for i, r in mode_rows.items()
+                if "error" not in r and "error" not in rewrite.get(i, {"error": None})
             )
-        if MODES[name]["mode"] in ("program", "forced"):
+        if MODES[name]["mode"] in ("program", "forced") and values:
             entry["parse_rate"] = sum(r["parses"] for r in values) / len(values)
         if MODES[name]["mode"] in ("program", "forced") and not MODES[name].get("remote"):
             entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
-            entry["constraint_share_median"] = statistics.median(r["constraint_share"] for r in values)
+            entry["constraint_share_median"] = _median(r["constraint_share"] for r in values)
         if sum(r["drafted_tokens"] for r in values):
             entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(
                 r["drafted_tokens"] for r in values
@@ -256,13 +316,26 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
         if reference:
             entry["reference"] = REFERENCES[name]
             entry["same_tokens"] = sum(
-                r["tokens"] == reference[i]["tokens"] for i, r in mode_rows.items() if i in reference
+                r["tokens"] == reference[i].get("tokens")
+                for i, r in mode_rows.items()
+                if i in reference and r in values
             )
             gaps = [r["divergence"]["gap"] for r in values if r.get("divergence")]
             entry["divergence_gaps"] = sorted(gap for gap in gaps if gap is not None)
             entry["divergent_lengths"] = sum(gap is None for gap in gaps)  # one answer stops where the other goes on
         summary[name] = entry
     return summary
+
+
+def _median(values) -> float | None:
+    """The median, or None for no values (every edit of a mode raised)."""
+    values = list(values)
+    return statistics.median(values) if values else None
+
+
+def _mean(values) -> float | None:
+    values = list(values)
+    return statistics.mean(values) if values else None
 
 
 def kernel_curve(kernel: dict) -> Callable[[int], float]:
@@ -286,7 +359,7 @@ def bound_table(result: dict, kernel: dict) -> dict[str, dict]:
     s = kernel_curve(kernel)
     table = {}
     for set_name, data in result["sets"].items():
-        forced = [r for r in data["rows"] if r["mode"] == "forced"]
+        forced = [r for r in data["rows"] if r["mode"] == "forced" and "error" not in r]
         if not forced:
             continue
         bounds = [r["output_tokens"] / (r["chosen_tokens"] + sum(n / s(n) for n in r["splice_spans"])) for r in forced]
@@ -308,10 +381,11 @@ def _notes(summary: dict[str, dict]) -> list[str]:
     for name, e in summary.items():
         if "same_text" in e:
             program = f"the same program on {e['same_program']}/{e['items']} items, " if "same_program" in e else ""
-            out.append(
-                f"\n{name} against {e['reference']}: {program}the same text on {e['same_text']}/{e['items']}, "
-                f"{e['requests_per_edit']:.1f} requests per edit, latency {e['latency_ratio_median']:.2f}x (median)."
-            )
+            if e["latency_ratio_median"] is not None:
+                out.append(
+                    f"\n{name} against {e['reference']}: {program}the same text on {e['same_text']}/{e['items']}, "
+                    f"{e['requests_per_edit']:.1f} requests per edit, latency {e['latency_ratio_median']:.2f}x (median)."
+                )
         if "same_tokens" in e:
             gaps = e.get("divergence_gaps", [])
             parted = (
@@ -320,6 +394,12 @@ def _notes(summary: dict[str, dict]) -> list[str]:
             out.append(
                 f"\n{name} wrote the same tokens as {e['reference']} on {e['same_tokens']}/{e['items']} items{parted}."
             )
+    if errors := {name: e["errors"] for name, e in summary.items() if e.get("errors")}:
+        out.append(
+            "\nNo result (the edit raised; the rows say why): "
+            + ", ".join(f"{name} {count} of {summary[name]['items']}" for name, count in errors.items())
+            + "."
+        )
     if doubts := {name: e["doubted_copies"] for name, e in summary.items() if "doubted_copies" in e}:
         out.append(
             "\nCopies the model's check stopped early: "
@@ -333,8 +413,9 @@ def _notes(summary: dict[str, dict]) -> list[str]:
     return out
 
 
-RESULT_HEADERS = ("mode", "exact", "tests passed", "parse rate", "median latency", "speedup over rewrite (median)",
-                  "decode steps", "output tokens", "spliced tokens")  # fmt: skip
+RESULT_HEADERS = ("mode", "exact", "tests passed", "no result", "tests could not run", "parse rate",
+                  "median latency", "speedup over rewrite (median)", "decode steps", "output tokens",
+                  "spliced tokens")  # fmt: skip
 BOUND_HEADERS = ("set", "items", "copied share of output", "bound (kernel s(N))", "bound if copies were free",
                  "measured forced")  # fmt: skip
 
@@ -343,8 +424,9 @@ def _result_row(name: str, e: dict) -> list:
     """One mode's row of a set's results table."""
     return [
         name, f"{e['exact']}/{e['items']}", f"{e['passed']}/{e['tested']}" if e["tested"] else "-",
-        f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-", f"{e['median_seconds']:.2f} s",
-        f"{e['speedup_median']:.2f}x" if "speedup_median" in e else "-",
+        e.get("errors", 0), e.get("untestable", 0), f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-",
+        f"{e['median_seconds']:.2f} s" if e["median_seconds"] is not None else "-",
+        f"{e['speedup_median']:.2f}x" if e.get("speedup_median") is not None else "-",
         e["decode_steps"], e["output_tokens"], e["spliced_tokens"],
     ]  # fmt: skip
 
@@ -361,7 +443,7 @@ def format_tables(result: dict) -> str:
     out = []
     for set_name, data in result["sets"].items():
         rows = [_result_row(name, e) for name, e in data["summary"].items()]
-        out += [f"**{set_name}**", "", markdown_table(RESULT_HEADERS, rows, right=range(1, 9))]
+        out += [f"**{set_name}**", "", markdown_table(RESULT_HEADERS, rows, right=range(1, len(RESULT_HEADERS)))]
         out += _notes(data["summary"])
         out.append("")
     if bounds := result.get("bounds"):
@@ -390,7 +472,9 @@ def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Pat
         exact = [100 * e["exact"] / e["items"] if e else 0 for e in summaries]
         bars = quality.bar(xs, passed, width, label=name)
         quality.scatter(xs, exact, marker="_", s=200, color="black", zorder=3)
-        speed.bar(xs, [e.get("speedup_median", 0) for e in summaries], width, color=bars[0].get_facecolor(), label=name)
+        speed.bar(
+            xs, [e.get("speedup_median") or 0 for e in summaries], width, color=bars[0].get_facecolor(), label=name
+        )
     for axis, title in ((quality, "tests passed, % (black tick: exact match)"), (speed, "median speedup over rewrite")):
         axis.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(sets))], sets, fontsize=8)
         axis.set_title(title, fontsize=10)

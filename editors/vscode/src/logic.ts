@@ -73,7 +73,7 @@ export function initializationOptions(config: Config): ServerSettings {
   if (typeof config.copyCheck === "number" && config.copyCheck >= 0 && config.copyCheck < 1) {
     options.copyCheck = config.copyCheck;
   }
-  if (isCount(config.nCtx)) options.nCtx = config.nCtx;
+  if (Number.isInteger(config.nCtx) && (config.nCtx as number) >= 0) options.nCtx = config.nCtx; // 0: sized to each edit
   if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
   return options;
 }

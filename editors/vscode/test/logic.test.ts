@@ -1,6 +1,7 @@
 // Unit tests of src/logic.ts (no VS Code needed), plus checks that package.json and src/extension.ts agree with it.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
@@ -9,6 +10,19 @@ import * as logic from "../src/logic";
 const root = path.resolve(__dirname, "..", "..");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 const properties: Record<string, { default: unknown }> = manifest.contributes.configuration.properties;
+
+/** The server's defaults as camelCase keys, read from copyedit_lsp/config.py by the project's Python. */
+function serverDefaults(): Record<string, unknown> {
+  const repository = path.resolve(root, "..", "..");
+  const python = process.env.COPYEDIT_PYTHON ?? path.join(repository, ".venv", "bin", "python");
+  const script = [
+    "import dataclasses, json",
+    "from copyedit_lsp.config import Settings",
+    "camel = lambda name: name.split('_')[0] + ''.join(p.title() for p in name.split('_')[1:])",
+    "print(json.dumps({camel(f.name): getattr(Settings(), f.name) for f in dataclasses.fields(Settings)}))",
+  ].join("\n");
+  return JSON.parse(execFileSync(python, ["-c", script], { cwd: repository, encoding: "utf8" }));
+}
 
 const STATS = { ops: 12, generatedTokens: 35, decodeSteps: 9, splicedTokens: 240, outputTokens: 275, seconds: 1.834 };
 
@@ -75,22 +89,11 @@ describe("settings -> initializationOptions", () => {
       nCtx: properties["copyedit.nCtx"].default as number,
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
     };
-    assert.deepEqual(logic.initializationOptions(defaults), {
-      backend: "local",
-      model: "qwen2.5-coder-0.5b",
-      remoteUrl: "http://127.0.0.1:8080/v1",
-      remoteModel: "",
-      remoteEngine: "llama.cpp",
-      remoteTimeout: 60,
-      mode: "program",
-      splice: "prefill",
-      nGpuLayers: 0,
-      batchInvariant: false,
-      adapter: "default",
-      copyCheck: 0.05,
-      nCtx: 4096,
-      syntaxGuard: true,
-    });
+    const options = logic.initializationOptions(defaults);
+    const server = serverDefaults();
+    for (const [key, value] of Object.entries(options)) assert.deepEqual(value, server[key], key);
+    // every setting but threads (unset: every core, the server's own default) reaches the server
+    assert.equal(Object.keys(options).length, Object.keys(defaults).length - 1);
   });
 
   test("a configuration change resets unset threads to every core", () => {

@@ -1,0 +1,63 @@
+"""``copyedit bench check-gold``: every item's gold answer (its after text) through the test harness.
+
+A set whose gold answers fail its tests would count right edits as wrong, so a set is checked before
+figures from it are trusted. Gold answers whose tests could not run need packages first (the
+``[bench]`` extra for Python, ``make bench-npm`` for JavaScript)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+from .checks import Outcome, Verdict, run_tests
+from .datasets import EditItem
+
+
+@dataclass(frozen=True)
+class GoldCheck:
+    """An edit set's gold answers under its tests: each item's verdict, by id."""
+
+    verdicts: dict[str, Verdict]
+
+    def count(self, outcome: Outcome) -> int:
+        """How many gold answers ended in ``outcome``."""
+        return sum(verdict.outcome == outcome for verdict in self.verdicts.values())
+
+    @property
+    def problems(self) -> dict[str, Verdict]:
+        """The items whose gold answer failed or whose tests could not run."""
+        return {
+            item_id: verdict
+            for item_id, verdict in self.verdicts.items()
+            if verdict.outcome in (Outcome.FAILED, Outcome.COULD_NOT_RUN)
+        }
+
+    def to_json(self) -> dict:
+        """Items, a count per outcome, and the problems with their reasons."""
+        problems = [{"id": i, "tests": v.outcome, "reason": v.reason} for i, v in self.problems.items()]
+        return (
+            {"items": len(self.verdicts)}
+            | {outcome: self.count(outcome) for outcome in Outcome}
+            | {"problems": problems}
+        )
+
+
+def check_gold(
+    items: Sequence[EditItem], *, timeout: float = 10.0, progress: bool = True, label: str | None = None
+) -> GoldCheck:
+    """Run every item's after text through its tests (with a progress bar named ``label`` on stderr)."""
+    bar = tqdm(items, desc=label, unit="item", disable=not progress, file=sys.stderr)
+    return GoldCheck({item.id: run_tests(item, item.after, timeout=timeout) for item in bar})
+
+
+def format_report(checks: dict[str, GoldCheck]) -> str:
+    """Per set a line of counts, then each item that failed or could not run, with why."""
+    lines = []
+    for name, check in checks.items():
+        counts = [f"{check.count(o)} {o.label}" for o in Outcome if o != Outcome.NO_TESTS or check.count(o)]
+        lines.append(f"{name}: {len(check.verdicts)} gold answers: {', '.join(counts)}")
+        lines += [f"  {item_id}: {v.outcome.label}: {v.reason}" for item_id, v in check.problems.items()]
+    return "\n".join(lines)
