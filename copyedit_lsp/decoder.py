@@ -25,6 +25,7 @@ chosen anyway costs no step of its own.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,10 +99,6 @@ class Decoder:
         self.tokens = ProgramTokens.of(backend.tokenize)
         self.any_op = PieceTrie(self.tokens.ops)
         self.no_copy = PieceTrie({k: v for k, v in self.tokens.ops.items() if k != "copy"})
-        # what a gen that changes nothing may not write: the start of its end (alone or after
-        # whitespace in one token), or the turn's end
-        self.padded_closes = _padded_closes(backend)
-        self.unchanged_gen_ends = [*self.tokens.gen_close_starts, *self.padded_closes, *backend.end_of_generation]
         self._prefixes: dict[tuple, tuple[list[int], Snapshot]] = {}  # warmed prompt prefixes
 
     @classmethod
@@ -365,6 +362,18 @@ class Decoder:
         run.force(self.backend.tokenize(tail + GEN_CLOSE))
         return body_text(body) + tail, False
 
+    @functools.cached_property
+    def padded_closes(self) -> list[int]:
+        """The tokens that begin ``</gen>`` after whitespace in one piece (a scan of the vocabulary,
+        at the first gen that needs it)."""
+        return _padded_closes(self.backend)
+
+    @functools.cached_property
+    def unchanged_gen_ends(self) -> list[int]:
+        """What a gen that changes nothing may not write where a line starts: the start of its end
+        (alone or after whitespace in one token), or the turn's end."""
+        return [*self.tokens.gen_close_starts, *self.padded_closes, *self.backend.end_of_generation]
+
     def _unchanged_gen_masks(self, body: bytes, at: tuple[SourceView, int]) -> list[int]:
         """What a gen ``body`` written before input line ``at[1]`` may not write next where a line
         starts (or holds only whitespace) while the gen changes nothing
@@ -375,9 +384,12 @@ class Decoder:
         if not tail.strip():
             repeats = repeats_input(view, head.decode("utf-8", errors="replace"), line)
             return self.unchanged_gen_ends if repeats else []
-        if repeats_input(view, (body + b"\n").decode("utf-8", errors="replace"), line):
-            return self.padded_closes  # "\n</" would end the line it is on and the gen at once
-        return []
+        # mid-line: "\n</" would end this line and the gen at once; the line itself is compared
+        # first, so the whole gen is read again only where the line repeats the input's
+        at_line = line - 1 + head.count(b"\n")
+        if at_line >= len(view.lines) or view.lines[at_line] != (tail + b"\n").decode("utf-8", errors="replace"):
+            return []
+        return self.padded_closes if repeats_input(view, (body + b"\n").decode("utf-8", errors="replace"), line) else []
 
     def _end_gen(self, run: TokenRun, piece: bytes, rest: bytes) -> None:
         """Make the context read exactly ``</gen>\\n`` after the token ``piece`` that closed a gen

@@ -123,6 +123,9 @@ def chunk_lines(n_ctx: int) -> int:
     return max(20, (n_ctx or 4096) // 40)
 
 
+DOCUMENT_CHANGED = "the document changed while the edit ran (or was closed or reopened); run it again"
+
+
 def refusal(
     before: str, after: str, language_id: str | None, *, changed: bool, cut: str | None, syntax_guard: bool
 ) -> str | None:
@@ -130,7 +133,7 @@ def refusal(
     ``changed`` (or was closed or reopened) while it ran, the model's output was ``cut`` short
     (:data:`~copyedit_lsp.edit.CUTS`), or (with ``syntax_guard``) it parses worse."""
     if changed:
-        return "the document changed while the edit ran (or was closed or reopened); run it again"
+        return DOCUMENT_CHANGED
     if cut is not None:
         return f"the model's output was cut short: {CUTS[cut]}"
     if syntax_guard and adds_syntax_errors(before, after, language_id):

@@ -39,6 +39,7 @@ from .edit import CUTS, Cancelled, EditResult, EditStats
 from .engine import Engine
 from .framing import read_messages, thread_reader
 from .region import (
+    DOCUMENT_CHANGED,
     EditArguments,
     RefactorArguments,
     Region,
@@ -437,19 +438,18 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
         with _editing(ls, args.uri, progress.stop):
             await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
             result = await _run_region(ls, region, args.instruction, language, progress.stop, progress.report_stats)
-    if progress.cancelled and not _unchanged(ls, args.uri, document, version, text):  # stopped by the change
-        reason = refusal(text, text, language, changed=True, cut=None, syntax_guard=False)
-        _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
-        return {"applied": False, "reason": reason}
     if progress.cancelled:
-        return CANCELLED
+        if _unchanged(ls, args.uri, document, version, text):
+            return CANCELLED
+        _notify(ls, f"the edit was not applied: {DOCUMENT_CHANGED}", types.MessageType.Warning)
+        return {"applied": False, "reason": DOCUMENT_CHANGED}  # a change of the document stopped it
     new_text = replace_region(text, region, result.text)
     program = result.program if region.comment_line is None else None
     reason, edits = await asyncio.to_thread(
         _checked_edits, text, new_text, region, result, program, language, ls.settings.syntax_guard, _encoding(ls)
     )
     if not _unchanged(ls, args.uri, document, version, text):  # read last, on the loop: nothing can come between
-        reason = refusal(text, new_text, language, changed=True, cut=None, syntax_guard=False)
+        reason = DOCUMENT_CHANGED
     if reason is not None:
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
