@@ -1,8 +1,9 @@
 # The two commands a newcomer needs:
 #   make demo   set up, fetch the default model, run a real edit through the real server: edits, diff, stats
 #   make test   set up everything the tests use (packages, models, Neovim, the extension's and the
-#               benchmarks' npm packages, the batch-invariant llama.cpp build) and run every check:
-#               lint and types, the VS Code extension's tests, then the Python suite
+#               benchmarks' npm packages, code-server and chromium for the extension's UI test, the
+#               batch-invariant llama.cpp build) and run every check: lint and types, the VS Code
+#               extension's tests, then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
 
@@ -24,7 +25,7 @@ endif
 EXACT := .venv-exact
 LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
 
-.PHONY: demo test setup train models neovim vscode exact lint bench-npm
+.PHONY: demo test setup train models neovim vscode vscode-ui exact lint bench-npm
 
 setup: $(STAMP)
 
@@ -62,6 +63,18 @@ neovim:
 vscode:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm test
 
+# A real VS Code for the extension's UI test (tests/test_vscode_ui.py): code-server 4.100.3 and
+# playwright-core in editors/vscode/ui-test/node_modules (install.sh says how, offline from GitHub),
+# driving Debian's chromium.
+UI_STAMP := editors/vscode/ui-test/node_modules/.installed
+vscode-ui: $(UI_STAMP)
+
+$(UI_STAMP): editors/vscode/ui-test/package.json editors/vscode/ui-test/package-lock.json editors/vscode/ui-test/install.sh
+	command -v chromium >/dev/null && command -v rg >/dev/null && [ -e /usr/include/gssapi/gssapi.h ] || \
+		{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium ripgrep libkrb5-dev; }
+	editors/vscode/ui-test/install.sh
+	touch $@
+
 # The npm packages the edit sets' JavaScript tests require (js-md5 for HumanEvalFix JavaScript/162),
 # in bench/node_modules, where the test runner points node (NODE_PATH).
 BENCH_NPM_STAMP := bench/node_modules/.installed
@@ -81,5 +94,5 @@ lint: setup
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
 
-test: lint models train neovim vscode exact bench-npm
+test: lint models train neovim vscode vscode-ui exact bench-npm
 	$(BIN)/python -m pytest -q -p no:cacheprovider

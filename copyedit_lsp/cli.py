@@ -221,7 +221,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from .edit import CUTS, EditOptions
+    from .edit import CUTS, EditOptions, EditProgress
     from .languages import language_of_path
     from .resolver import split_lines
 
@@ -240,14 +240,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
     editor = _open_editor(args, mode=args.mode, splice=args.splice)
     with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
 
-        def progress(stats) -> None:
-            bar.set_postfix(ops=stats.ops, copied=stats.spliced_tokens, refresh=False)
-            bar.update(stats.chosen_tokens - bar.n)
+        def progress(update: EditProgress) -> None:
+            bar.set_postfix(ops=update.stats.ops, copied=update.stats.spliced_tokens, refresh=False)
+            bar.update(update.stats.chosen_tokens - bar.n)
 
         language = language_of_path(path.name) or ""
         options = EditOptions(mode=args.mode, splice=args.splice, language=language, copy_check=args.copy_check)
         result = editor.edit(region, args.instruction, options, on_progress=progress)
-        progress(result.stats)
+        progress(EditProgress(result.stats))
     edited = head + result.text + tail
     _print_edit(path.name, text, edited, result, as_json=args.json)
     if result.cut is not None and not args.allow_incomplete:

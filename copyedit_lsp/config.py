@@ -11,6 +11,8 @@ import cattrs
 from .edit import COPY_CHECK, EditOptions
 from .models import DEFAULT_MODEL
 
+REVIEWS = ("always", "workspace", "never")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -28,6 +30,7 @@ class Settings:
     copy_check: float = COPY_CHECK  # program mode: the model checks its copies (EditOptions.copy_check); 0: off
     max_new_tokens: int = 2048
     syntax_guard: bool = True  # refuse a result with more syntax errors than the original
+    review: str = "always"  # hunks the user confirms: "always", "workspace" (the refactor only) or "never"
     max_file_bytes: int = 2_000_000  # larger documents get an error, not an edit
     remote_url: str = "http://127.0.0.1:8080/v1"  # an OpenAI-compatible server's base URL
     remote_model: str = ""  # the served model's name; empty: the first the server lists
@@ -38,6 +41,8 @@ class Settings:
         """Raise ValueError on a value out of range."""
         if self.mode not in ("program", "rewrite", "lookup"):
             raise ValueError(f"mode must be 'program', 'rewrite' or 'lookup', not {self.mode!r}")
+        if self.review not in REVIEWS:
+            raise ValueError(f"review must be one of {', '.join(map(repr, REVIEWS))}, not {self.review!r}")
         if self.splice not in ("prefill", "none"):
             raise ValueError(f"splice must be 'prefill' or 'none', not {self.splice!r}")
         for name in ("max_new_tokens", "max_file_bytes"):
@@ -74,6 +79,11 @@ class Settings:
             max_new_tokens=self.max_new_tokens,
             copy_check=self.copy_check,
         )
+
+    def reviews(self, workspace: bool) -> bool:
+        """Whether the hunks of an edit (of the workspace refactor, with ``workspace``) need the
+        user's confirmation."""
+        return self.review == "always" or (workspace and self.review == "workspace")
 
     @property
     def model_keys(self) -> tuple:

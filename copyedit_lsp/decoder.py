@@ -53,7 +53,27 @@ from .edit import (
 from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
 from .prompt import ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
-from .tokens import CopyCheck, PieceTrie, ProgramTokens, TokenRun, body_text, write_number
+from .tokens import (
+    REOPEN,
+    CopyCheck,
+    OpeningMask,
+    PieceTrie,
+    ProgramTokens,
+    TokenRun,
+    body_text,
+    reopening,
+    write_number,
+)
+
+
+@dataclass(frozen=True)
+class GenBody:
+    """A decoded gen: its text, whether the model ended its turn in it, and whether it was closed
+    by a ``<gen>`` the model began a line with (the next op is a gen, already opened)."""
+
+    text: str
+    ended: bool = False
+    reopened: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,14 +256,15 @@ class Decoder:
         ops: list[Op] = []
         after = 1  # the input line after what the program has copied or rewritten
         check = CopyCheck.of(options, self.tokens) if target is None else None
+        reopened = False  # the last gen was closed by a <gen> that opened the next one
         while not run.out_of_budget():
             first = after if options.ordered else 1  # the first line a copy may start at
             goal = target.ops[len(ops)] if target is not None and len(ops) < len(target.ops) else None
-            if speedups.draft_tags:
+            if speedups.draft_tags and not reopened:
                 run.draft(drafter.next_op(ops[-1] if ops else None, with_body=speedups.draft_gens))
             trie = self.any_op if first <= n else self.no_copy
             op_start = run.position()
-            kind = trie.walk(run, None if target is None else op_kind(goal))
+            kind = "gen" if reopened else trie.walk(run, None if target is None else op_kind(goal))
             if kind == "end":
                 break
             doubted = None  # the line a checked copy stopped before: the model rewrites from there
@@ -258,7 +279,11 @@ class Decoder:
                 drafter.line = after
             if kind == "gen" or doubted is not None:
                 scripted = goal.text if isinstance(goal, Gen) else None
-                text, ended = self._gen_body(run, scripted, drafter, speedups, None if target else (view, after))
+                gen = self._gen_body(run, scripted, drafter, speedups, None if target else (view, after))
+                if reopened and ops and ops[-1] == Gen(gen.text):  # a gen reopened only to say it again
+                    run.cut = run.cut or "repeated"
+                    break
+                text, ended, reopened = gen.text, gen.ended, gen.reopened
                 if text:
                     ops.append(Gen(text))
                     if target is None:
@@ -270,10 +295,11 @@ class Decoder:
                 if ended:
                     break
             run.stats.ops = len(ops)
-            run.watch.report()
+            run.watch.report(ops)
         else:
             run.force(self.tokens.ops["end"])
         run.stats.ops = len(ops)
+        run.watch.report(ops)  # the ops a break left unreported
         tokens = run.answer(len(prompt))
         program = decoded_program(ops, source)
         text = resolve(program, source)
@@ -327,40 +353,66 @@ class Decoder:
         drafter: ProgramDrafter,
         speedups: Speedups,
         at: tuple[SourceView, int] | None,
-    ) -> tuple[str, bool]:
-        """Decode a gen body freely until ``</gen>``; return it and whether the model ended its turn.
-        ``at`` is the input and the line the gen is written before: while the gen only repeats the
-        input from there, it cannot end (:func:`~copyedit_lsp.edit.repeats_input`).
+    ) -> GenBody:
+        """Decode a gen body freely until ``</gen>``.  ``at`` is the input and the line the gen is
+        written before: while the gen only repeats the input from there, it cannot end
+        (:func:`~copyedit_lsp.edit.repeats_input`).  A ``<gen>`` that begins a line after the first
+        closes the gen and opens the next: the context then reads ``</gen>\\n<gen>\\n`` there.
 
         Drafts come from :meth:`~copyedit_lsp.drafts.ProgramDrafter.in_gen`."""
         script = iter(self.backend.tokenize(as_model_sees(goal) + GEN_CLOSE)) if goal is not None else None
         body = b""
         written: list[int] = []
+        marks: list[tuple[int, int]] = []  # the position and the body's length before each token
         drafter.lookup.restart(drafter.token_of_line(drafter.line))
         for _ in range(self.max_gen_tokens):
             if run.out_of_budget():
                 break
             if not run.ahead:
                 run.draft(drafter.in_gen(written, body, run.room(), speedups))
-            excluded = self._unchanged_gen_masks(body, at) if at is not None else ()
-            token = run.choose(None, next(script) if script is not None else None, excluded)
+            marks.append((run.position(), len(body)))
+            token = run.choose(None, next(script) if script is not None else None, self._gen_masks(body, at))
             if self.backend.is_end_of_generation(token):
                 run.retract()  # the end of the turn never enters the cache
-                return body_text(body), True
+                return GenBody(body_text(body), ended=True)
             written.append(token)
             started = time.perf_counter()  # watching for the end of the gen is part of the constraint
             piece = self.backend.piece(token)
             body += piece
             close = body.find(b"</gen>", max(0, len(body) - len(piece) - 6))
+            reopen = reopening(body, len(body) - len(piece) - len(REOPEN)) if script is None else -1
             run.stats.constraint_seconds += time.perf_counter() - started
-            if close >= 0:
+            if close >= 0 and (reopen < 0 or close < reopen):
                 self._end_gen(run, piece, body[close + 6 :])
-                return body_text(body[:close]), False
+                return GenBody(body_text(body[:close]))
+            if reopen >= 0:
+                self._reopen(run, marks, body, reopen)
+                return GenBody(body_text(body[:reopen]), reopened=True)
         # a length or context cap: close the gen on a whole line
         run.cut = run.cut or "max_gen_tokens"
         tail = "" if body.endswith(b"\n") else "\n"
         run.force(self.backend.tokenize(tail + GEN_CLOSE))
-        return body_text(body) + tail, False
+        return GenBody(body_text(body) + tail)
+
+    def _reopen(self, run: TokenRun, marks: list[tuple[int, int]], body: bytes, at: int) -> None:
+        """Make the context read ``body[:at]`` then ``</gen>\\n<gen>\\n``: back to the token that
+        began the ``<gen>`` at ``at``, what it held before it written again, then the two tags."""
+        position, length = next((p, n) for p, n in reversed(marks) if n <= at)
+        run.rewind(position)
+        kept = body[length:at].decode("utf-8", errors="ignore")
+        run.force([*(self.backend.tokenize(kept) if kept else []), *self.tokens.gen_close, *self.tokens.ops["gen"]])
+
+    def _gen_masks(self, body: bytes, at: tuple[SourceView, int] | None) -> list[int]:
+        """What a gen ``body`` may not write next: an unescaped opening (:class:`OpeningMask`) and,
+        while the gen changes nothing (``at`` known), its end."""
+        openings = self.opening_mask.excluded(body)
+        unchanged = self._unchanged_gen_masks(body, at) if at is not None else []
+        return [*openings, *unchanged] if unchanged else openings
+
+    @functools.cached_property
+    def opening_mask(self) -> OpeningMask:
+        """The unescaped openings' masks over this model's vocabulary (built at the first gen)."""
+        return OpeningMask([self.backend.piece(token) for token in range(self.backend.n_vocab)])
 
     @functools.cached_property
     def padded_closes(self) -> list[int]:

@@ -96,6 +96,7 @@ CUTS = {
     "context": "the model's context ran out (raise nCtx or edit a smaller range)",
     "max_new_tokens": "the output reached maxNewTokens (raise it or edit a smaller range)",
     "max_gen_tokens": "one generated block reached the decoder's length cap",
+    "repeated": "the model wrote the same lines again and again (try another instruction or range)",
 }
 
 
@@ -174,7 +175,18 @@ class EditOptions:
 
 
 StopFlag = Callable[[], bool]
-ProgressCallback = Callable[[EditStats], None]
+
+
+@dataclass(frozen=True)
+class EditProgress:
+    """A running edit as reported: its figures so far and the ops of its program that have closed
+    (none in the rewrite modes)."""
+
+    stats: EditStats
+    ops: tuple[Op, ...] = ()
+
+
+ProgressCallback = Callable[[EditProgress], None]
 
 
 class Editor(Protocol):
@@ -224,15 +236,19 @@ class EditWatch:
         self.stop = stop
         self.on_progress = on_progress
         self.reported = time.perf_counter()
+        self.ops: tuple[Op, ...] = ()
 
     def check_stop(self) -> None:
         if self.stop is not None and self.stop():
             raise Cancelled("the edit was cancelled")
 
-    def report(self) -> None:
+    def report(self, ops: Sequence[Op] | None = None) -> None:
+        """Report the figures, and the program's ops so far where ``ops`` says (after an op closes)."""
         self.reported = time.perf_counter()
+        if ops is not None:
+            self.ops = tuple(ops)
         if self.on_progress is not None:
-            self.on_progress(self.stats)
+            self.on_progress(EditProgress(self.stats, self.ops))
 
     def tick(self) -> None:
         """Report if the last report is older than :data:`PROGRESS_INTERVAL`."""

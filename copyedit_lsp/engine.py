@@ -25,9 +25,9 @@ def _held(on_progress: ProgressCallback | None) -> ProgressCallback | None:
         return on_progress
     waited = False
 
-    def report(stats) -> None:
+    def report(progress) -> None:
         nonlocal waited
-        on_progress(stats)
+        on_progress(progress)
         if not waited:
             waited = True
             deadline = time.monotonic() + 120  # never held for good

@@ -91,7 +91,7 @@ def digit_choices(prefix: str, lo: int, hi: int) -> tuple[str, bool]:
 
 
 _RULE = re.compile(r"^([a-z0-9-]+)\s*::=.*$", re.MULTILINE)
-_GEN_RULES = ("gen", "last-gen", "line", "eol", "partial", "s0", "s1", "s2", "s3", "s4", "s5")
+_GEN_RULES = re.compile(r"gen|last-gen|line|eol|partial|s[0-9]+")  # s<k>: the states of a gen's line
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -104,7 +104,7 @@ def op_grammar(n_lines: int, first: int = 1) -> str:
     the grammar: the start's digits walk a trie whose every complete start is followed by the
     range of ends it allows."""
     rules = {match[1]: match[0] for match in _RULE.finditer(grammar_template())}
-    lines = [rules[name] for name in _GEN_RULES]
+    lines = [rule for name, rule in rules.items() if _GEN_RULES.fullmatch(name)]
     ops = ["gen", "last-gen", '"</program>"']
     if first <= n_lines:
         ops.insert(0, "copy")
@@ -127,7 +127,7 @@ def gen_rest_grammar() -> str:
     (the remote backend's continuation of a gen that so far changes nothing: see
     :func:`~copyedit_lsp.edit.repeats_input`)."""
     rules = {match[1]: match[0] for match in _RULE.finditer(grammar_template())}
-    lines = [rules[name] for name in _GEN_RULES if name not in ("gen", "last-gen")]
+    lines = [rule for name, rule in rules.items() if _GEN_RULES.fullmatch(name) and name not in ("gen", "last-gen")]
     return "\n".join(['root ::= line+ "</gen>\\n" | line* partial "</gen>\\n"', *lines]) + "\n"
 
 

@@ -35,6 +35,8 @@ RESERVED = ("<copy", "<gen>", "</gen>", "<program>", "</program>")
 # and the strings in which no reserved string occurs.
 _RESERVED_AFTER_LT = re.compile(r"<(\\*)(?=copy|gen>|/gen>|program>|/program>)")
 _ESCAPED_AFTER_LT = re.compile(r"<\\(\\*)(?=copy|gen>|/gen>|program>|/program>)")
+# An opening the escape never leaves in a gen's body ("</gen>" ends the body)
+_UNESCAPED_OPENING = re.compile(r"<(?:copy|gen>|program>|/program>)")
 
 
 def escape(text: str) -> str:
@@ -169,6 +171,13 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
                 raise ProgramError("gen without '</gen>'", offset=body_start, op_index=i)
             if close == body_start:
                 raise ProgramError("empty gen", offset=body_start, op_index=i)
+            unescaped = _UNESCAPED_OPENING.search(text, body_start, close)
+            if unescaped:
+                raise ProgramError(
+                    f"unescaped {unescaped.group()!r} in a gen (a gen's body is escaped text)",
+                    offset=unescaped.start(),
+                    op_index=i,
+                )
             pos = _expect(text, close, GEN_CLOSE, i)
             ops.append(Gen(unescape(text[body_start:close])))
         else:

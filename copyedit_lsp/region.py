@@ -83,7 +83,7 @@ def plan_region(text: str, language_id: str | None, arguments: EditArguments) ->
         start, end = arguments.range.start, arguments.range.end
         if not (0 <= start.line <= end.line and end.line <= len(lines)):
             raise ValueError(f"range lines {start.line}-{end.line} are outside the document's {len(lines)} lines")
-        first = start.line
+        first = min(start.line, last)  # the empty line after a final line break holds nothing to edit
         # a selection that ends at the start of a line does not include that line
         final = end.line - 1 if end.line > start.line and end.character == 0 else end.line
         selected = (start.line, start.character) != (end.line, end.character)

@@ -403,12 +403,13 @@ class RemoteDecoder:
                     break  # the gen wrote out the input's last line: the program is complete
                 after = max(after, through + 1)
             stats.ops = len(ops)
-            session.watch.report()
+            session.watch.report(ops)
             if ended:
                 break
         else:
             cut = "max_new_tokens"
         stats.ops = len(ops)
+        session.watch.report(ops)  # the ops a break left unreported
         program = decoded_program(ops, source)
         return EditResult(program, resolve(program, source), stats, cut=cut)
 

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
@@ -35,9 +36,10 @@ from pygls.uris import from_fs_path, to_fs_path
 from . import __version__
 from .actions import Diagnostic, list_actions
 from .config import Settings, updated
-from .edit import CUTS, Cancelled, EditResult, EditStats
+from .edit import CUTS, Cancelled, EditProgress, EditResult, EditStats
 from .engine import Engine
 from .framing import read_messages, thread_reader
+from .live import OP_NOTIFICATION, LiveOps
 from .region import (
     DOCUMENT_CHANGED,
     EditArguments,
@@ -80,6 +82,10 @@ class CopyeditProtocol(LanguageServerProtocol):
 
     initialize_seen = False
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reviews: dict[str, list[int] | None] = {}  # hunks taken, by the id of an applyEdit request
+
     def get_message_type(self, method: str):
         """lsprotocol's params type of ``method`` (pygls caches 128 of these by method name: a
         client sending megabyte-long unknown names would make the cache hold them)."""
@@ -94,6 +100,9 @@ class CopyeditProtocol(LanguageServerProtocol):
         if not isinstance(data, dict):
             log.warning("a message that is not a JSON object: %.80r", data)
             return
+        answered = data.get("id")
+        if isinstance(answered, str) and answered in self.reviews and isinstance(data.get("result"), dict):
+            self.reviews[answered] = _hunks(data["result"].get("hunks"))
         try:
             message = self.structure_message(data)
         except Exception as error:  # pygls raises InvalidParams with the cattrs error as its cause
@@ -146,6 +155,13 @@ class CopyeditProtocol(LanguageServerProtocol):
         if stop is not None:
             stop.set()
         super()._handle_cancel_notification(msg_id)
+
+
+def _hunks(value: object) -> list[int] | None:
+    """The hunks a client says it took (1-based indices of the edit's text edits), if it says."""
+    if isinstance(value, list) and all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+        return value[:10_000]
+    return None
 
 
 def _schema_error(error: Exception) -> str:
@@ -334,6 +350,7 @@ class _Progress:
         self.started = time.perf_counter()
         self.title = title
         self.cancelled = False  # the edit stopped at the user's request
+        self.live: LiveOps | None = None  # the copyedit/op notifications of an edit of one document
 
     async def begin(self, message: str) -> None:
         if not self.enabled:
@@ -354,11 +371,27 @@ class _Progress:
                 self.token, types.WorkDoneProgressReport(message=message, percentage=percentage, cancellable=True)
             )
 
-    def report_stats(self, stats: EditStats) -> None:
-        """Live figures from the decoder's thread: ops so far, copied vs generated tokens, tokens/s."""
-        rate = (stats.chosen_tokens + stats.spliced_tokens) / max(time.perf_counter() - self.started, 1e-3)
+    def report_progress(self, update: EditProgress) -> None:
+        """Live figures from the decoder's thread (ops so far, copied vs generated tokens, tokens/s)
+        and, with :attr:`live`, the ops closed since the last report as ``copyedit/op``."""
+        stats = update.stats
+        rate = self._rate(stats)
         message = f"{stats.ops} ops, {stats.spliced_tokens} copied / {stats.chosen_tokens} generated tokens, {rate:.0f} output tok/s"
-        self.loop.call_soon_threadsafe(self.report, message)
+        notices = self.live.notices(update.ops, rate) if self.live is not None else []
+        self.loop.call_soon_threadsafe(self._show, message, notices)
+
+    def _rate(self, stats: EditStats) -> float:
+        return (stats.chosen_tokens + stats.spliced_tokens) / max(time.perf_counter() - self.started, 1e-3)
+
+    def _show(self, message: str, notices: list[dict]) -> None:
+        self.report(message)
+        for notice in notices:
+            self.ls.protocol.notify(OP_NOTIFICATION, notice)
+
+    def live_done(self, stats: EditStats | None) -> None:
+        """The live view's last ``copyedit/op``: the edit has ended."""
+        if self.live is not None:
+            self.ls.protocol.notify(OP_NOTIFICATION, self.live.done(self._rate(stats) if stats else 0.0))
 
     def end(self, message: str) -> None:
         if self.enabled:
@@ -392,14 +425,53 @@ async def _work(ls: CopyeditServer, command: str, title: str) -> AsyncIterator[_
         ls.stops.pop(request, None)
 
 
-async def _apply(ls: CopyeditServer, instruction: str, edit: types.WorkspaceEdit) -> bool:
-    """``workspace/applyEdit``: whether the client applied ``edit`` (its reason logged if not)."""
-    response = await ls.workspace_apply_edit_async(
-        types.ApplyWorkspaceEditParams(label=f"copyedit: {instruction}", edit=edit)
-    )
-    if not response.applied:
-        log.warning("the client did not apply the edit: %s", response.failure_reason or "no reason given")
-    return response.applied
+@dataclass(frozen=True)
+class Applied:
+    """The client's answer to ``workspace/applyEdit``: applied or not, and the hunks it took where
+    its review says (1-based indices of the text edits; None: not said)."""
+
+    applied: bool
+    hunks: list[int] | None = None
+
+
+async def _apply(ls: CopyeditServer, instruction: str, edit: types.WorkspaceEdit) -> Applied:
+    """``workspace/applyEdit``: whether the client applied ``edit``, and which hunks; logged."""
+    request = f"copyedit-apply-{uuid.uuid4()}"
+    ls.protocol.reviews[request] = None
+    try:
+        response = await ls.protocol.send_request_async(
+            types.WORKSPACE_APPLY_EDIT,
+            types.ApplyWorkspaceEditParams(label=f"copyedit: {instruction}", edit=edit),
+            request,
+        )
+    finally:
+        hunks = ls.protocol.reviews.pop(request, None)
+    why = f" ({response.failure_reason})" if not response.applied and response.failure_reason else ""
+    taken = f", hunks taken: {hunks}" if hunks is not None else ""
+    log.info("workspace/applyEdit %s: applied: %s%s%s", request, str(response.applied).lower(), taken, why)
+    return Applied(response.applied, hunks)
+
+
+def _reviewed(change: types.TextDocumentEdit, instruction: str) -> types.WorkspaceEdit:
+    """``change`` as hunks the user confirms one by one: each text edit its own change annotation
+    (``hunk-1``, ...) that needs confirmation."""
+    annotations, annotated = {}, []
+    for number, edit in enumerate(change.edits, 1):
+        first, last = edit.range.start.line + 1, max(edit.range.end.line, edit.range.start.line + 1)
+        label = f"hunk {number} of {len(change.edits)}: line {first}" + (f"-{last}" if last > first else "")
+        annotations[f"hunk-{number}"] = types.ChangeAnnotation(
+            label=label, needs_confirmation=True, description=instruction
+        )
+        annotated.append(
+            types.AnnotatedTextEdit(range=edit.range, new_text=edit.new_text, annotation_id=f"hunk-{number}")
+        )
+    document = types.TextDocumentEdit(text_document=change.text_document, edits=annotated)
+    return types.WorkspaceEdit(document_changes=[document], change_annotations=annotations)
+
+
+def _supports_annotations(ls: CopyeditServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    return bool(workspace and workspace.workspace_edit and workspace.workspace_edit.change_annotation_support)
 
 
 def _summary(stats: EditStats) -> dict:
@@ -436,8 +508,15 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     what = f"{region.kind} {region.name}" if region.name else region.kind
     async with _work(ls, EDIT_COMMAND, "copyedit") as progress:
         with _editing(ls, args.uri, progress.stop):
+            progress.live = LiveOps(args.uri, region.start)
             await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
-            result = await _run_region(ls, region, args.instruction, language, progress.stop, progress.report_stats)
+            result = None
+            try:
+                result = await _run_region(
+                    ls, region, args.instruction, language, progress.stop, progress.report_progress
+                )
+            finally:
+                progress.live_done(result.stats if result else None)
     if progress.cancelled:
         if _unchanged(ls, args.uri, document, version, text):
             return CANCELLED
@@ -455,12 +534,13 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
         return {"applied": False, "reason": reason, "text": new_text, "stats": _summary(result.stats)}
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
-    workspace_edit = types.WorkspaceEdit(
-        document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)]
-    )
-    applied = not edits or await _apply(ls, args.instruction, workspace_edit)
-    progress.end(f"{len(edits)} edits applied" if applied else "the client did not apply the edit")
-    return {"applied": applied, "edits": len(edits), "text": new_text, "stats": _summary(result.stats)}
+    change = types.TextDocumentEdit(text_document=identifier, edits=edits)
+    reviewed = ls.settings.reviews(workspace=False) and _supports_annotations(ls)
+    workspace_edit = _reviewed(change, args.instruction) if reviewed else types.WorkspaceEdit(document_changes=[change])
+    answer = await _apply(ls, args.instruction, workspace_edit) if edits else Applied(True)
+    progress.end(f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit")
+    summary = {"applied": answer.applied, "edits": len(edits), "text": new_text, "stats": _summary(result.stats)}
+    return summary | ({"hunks": answer.hunks} if answer.hunks is not None else {})
 
 
 def _document_to_edit(ls: CopyeditServer, args: EditArguments):
@@ -585,12 +665,13 @@ async def _apply_refactor(
     changes = {relative: change for relative, (change, _) in edited.items() if fresh[relative]}
     if skipped:
         _notify(ls, "skipped " + "; ".join(f"{path}: {why}" for path, why in skipped), types.MessageType.Warning)
+    confirm = ls.settings.reviews(workspace=True)
     annotations = {
-        relative: types.ChangeAnnotation(label=relative, needs_confirmation=True, description=instruction)
+        relative: types.ChangeAnnotation(label=relative, needs_confirmation=confirm, description=instruction)
         for relative in changes
     }
     workspace_edit = types.WorkspaceEdit(document_changes=list(changes.values()), change_annotations=annotations)
-    applied = bool(changes) and await _apply(ls, instruction, workspace_edit)
+    applied = bool(changes) and (await _apply(ls, instruction, workspace_edit)).applied
     progress.end(f"{len(changes)} files changed")
     return {"applied": applied, "files": files, "changed": len(changes), "skipped": [p for p, _ in skipped]}
 

@@ -72,6 +72,78 @@ def body_text(body: bytes) -> str:
     return unescape(body.decode("utf-8", errors="replace"))
 
 
+#: What the escape never leaves in a gen's body (``</gen>`` ends it): a model that writes one of
+#: these in a gen is trying to open an op there (the grammar's line states rule them out too).
+UNESCAPED_OPENINGS = (b"<copy", b"<gen>", b"<program>", b"</program>")
+#: The one the local decoder reads where a line starts: the gen closed and a new one opened.
+REOPEN = b"<gen>"
+
+
+def _opening_begun(body: bytes) -> tuple[bytes, bool]:
+    """The end of ``body`` that begins an unescaped opening ("<", "<ge", "</prog", ...), or b"";
+    and whether that end (or the next token, when it is b"") begins a line after the first."""
+    at = body.rfind(b"<")
+    tail = body[at:] if at >= 0 else b""
+    begun = tail if any(opening.startswith(tail) for opening in UNESCAPED_OPENINGS) else b""
+    before = body[: len(body) - len(begun)]
+    return begun, before.endswith((b"\n", b"\r"))
+
+
+class OpeningMask:
+    """The tokens that would complete an unescaped opening in a gen's body, by what the body ends
+    with: the decoder's form of the grammar's line states, one vocabulary scan per state met.
+    Where a line after the first starts, :data:`REOPEN` is left open (the decoder reads it)."""
+
+    def __init__(self, pieces: Sequence[bytes]):
+        self.pieces = pieces
+        self._order = sorted(range(len(pieces)), key=pieces.__getitem__)
+        self._sorted = [pieces[token] for token in self._order]
+        self._with_lt = [token for token, piece in enumerate(pieces) if b"<" in piece]
+        self._masks: dict[tuple[bytes, bool], list[int]] = {}
+
+    def excluded(self, body: bytes) -> list[int]:
+        """The tokens ``body`` may not be followed by."""
+        state = _opening_begun(body)
+        mask = self._masks.get(state)
+        if mask is None:
+            mask = self._masks[state] = self._scan(*state)
+        return mask
+
+    def _starting_with(self, head: bytes) -> list[int]:
+        lo = bisect.bisect_left(self._sorted, head)
+        hi = bisect.bisect_left(self._sorted, head[:-1] + bytes([head[-1] + 1]))  # heads are ASCII
+        return self._order[lo:hi]
+
+    def _scan(self, begun: bytes, line_start: bool) -> list[int]:
+        candidates = set(self._with_lt)  # an opening within the token
+        for k in range(len(begun)):  # or one begun in the body and completed by the token
+            for opening in UNESCAPED_OPENINGS:
+                if opening.startswith(begun[k:]):
+                    candidates.update(self._starting_with(opening[len(begun) - k :]))
+        return sorted(t for t in candidates if _completes(begun + self.pieces[t], line_start))
+
+
+def _completes(text: bytes, line_start: bool) -> bool:
+    """Whether ``text`` holds an unescaped opening other than :data:`REOPEN` where a line starts
+    (``line_start``: ``text`` itself starts one)."""
+    for opening in UNESCAPED_OPENINGS:
+        at = text.find(opening)
+        while at >= 0:
+            starts_line = line_start if at == 0 else text[at - 1 : at] in (b"\n", b"\r")  # not the gen's first
+            if opening != REOPEN or not starts_line:
+                return True
+            at = text.find(opening, at + 1)
+    return False
+
+
+def reopening(body: bytes, since: int) -> int:
+    """Where :data:`REOPEN` begins a line of ``body`` other than its first, at or after ``since``, or -1."""
+    at = body.find(REOPEN, max(since, 1))
+    while at >= 0 and body[at - 1 : at] not in (b"\n", b"\r"):
+        at = body.find(REOPEN, at + 1)
+    return at
+
+
 class TokenRun:
     """The state of one edit: pending tokens, drafted tokens ahead, logits, counters, the stop flag.
 

@@ -110,6 +110,11 @@ def test_instantiated_grammar_loads_and_bounds_line_numbers(gbnf, n):
         "<program>\n<gen>\nx\n</gen>\n</program>\n",
         '<program>\n<copy lines="3"/>\n</program>',
         "<program>\n<gen>\na </gen> b\n</gen>\n</program>",
+        "<program>\n<gen>\n<gen>\nx\n</gen>\n</program>",
+        '<program>\n<gen>\n  <copy lines="1-2"/>\n</gen>\n</program>',
+        "<program>\n<gen>\nx </program>\n</gen>\n</program>",
+        "<program>\n<gen>\n<<program>\n</gen>\n</program>",
+        "<program>\n<gen>\n<\\gen> <cop <progra> </prog <gen <ge>\n</gen>\n</program>",
     ],
 )
 def test_grammar_and_parser_agree_on_examples(gbnf, text):

@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
+
+from copyedit_lsp.textedits import apply_lsp_edits
 
 pytestmark = [
     pytest.mark.model,
@@ -68,6 +71,11 @@ vim.api.nvim_create_autocmd('User', {{
 
 local function lines(bufnr)
   return vim.api.nvim_buf_get_lines(bufnr or 0, 0, -1, false)
+end
+
+-- answer the review of the next edit with these keys: typeahead, which the plugin reads with getchar()
+local function review_with(keys)
+  vim.api.nvim_feedkeys(keys, 'n', false)
 end
 
 local function attached(bufnr)
@@ -196,9 +204,11 @@ def test_copyedit_command_edits_the_function_under_the_cursor(tmp_path):
 local function main()
   local bufnr = open({lua_string(str(source))})
   vim.api.nvim_win_set_cursor(0, {{ {cursor}, 4 }})
+  review_with('a')
   vim.cmd('CopyEdit Fix the bug in average_price: it must return the plain average.')
   record_edit('the edit', bufnr)
   obs.modified = vim.bo[bufnr].modified
+  obs.review = copyedit.last_review or vim.NIL
 end
 """
     seen = run_nvim(tmp_path, DEFAULT, body)
@@ -216,6 +226,8 @@ end
     # the shipped selector fixes the bug: the buggy line is the one line that changes
     assert buffer_text(after) == buffer_text(before).replace("len(items) - 1\n", "len(items)\n")
     assert seen["modified"] and any("applied" in n["message"] for n in seen["notifications"])
+    # reviewed (the default): one hunk, taken with `a`
+    assert seen["review"]["hunks"] == 1 and seen["review"]["taken"] == [1] and result["hunks"] == [1]
     # progress came through the plugin's $/progress handler while the edit ran
     assert any(
         p["kind"] == "begin" and "editing function average_price" in (p["message"] or "") for p in seen["progress"]
@@ -261,6 +273,7 @@ local function main()
     end
     on_choice(chosen)
   end
+  review_with('a')
   vim.lsp.buf.code_action()
   record_edit('the edit', bufnr)
 end
@@ -336,6 +349,7 @@ local function main()
     table.insert(obs.prompts, opts.prompt)
     on_confirm('Rename the variables to longer names.')
   end
+  review_with('a')
   vim.cmd('2,3CopyEdit')
   record_edit('the range edit', bufnr, 'range_')
 
@@ -351,6 +365,7 @@ local function main()
   end
   obs.action_before = lines(bufnr)
   copyedit.last_result, copyedit.last_error = nil, nil
+  review_with('a')
   vim.lsp.buf.code_action()
   record_edit('the code action edit', bufnr, 'action_')
 end
@@ -368,3 +383,100 @@ end
             assert "more syntax errors" in result["reason"] and seen[f"{name}_after"] == seen[before], result
     # lines outside the selection (line 1, lines 4-8) are untouched by the range edit
     assert seen["range_after"][0] == "def f(a):" and seen["range_after"][-5:] == seen["before"][-5:]
+
+
+TWO_BUGS = """def average_price(items):
+    total = 0
+    for item in items:
+        total += item["price"]
+    return total / len(items) - 1
+
+
+def total_weight(items):
+    weight = 1
+    for item in items:
+        weight += item["weight"]
+    return weight
+"""
+
+
+def test_review_accept_all_accept_one_hunk_or_reject(tmp_path):
+    """The plugin reviews the server's edit hunk by hunk (review "always", the default): `a` takes
+    every hunk, `y` then `q` takes the first only, `q` takes none; the buffer shows exactly what was
+    taken and the server hears the truth (applied, the hunks taken)."""
+    source = tmp_path / "shop.py"
+    source.write_text(TWO_BUGS)
+    instruction = "Add a docstring to each function."
+    body = f"""
+local function main()
+  local bufnr = open({lua_string(str(source))})
+  for _, case in ipairs({{ {{ 'all', 'a' }}, {{ 'one', 'yq' }}, {{ 'none', 'q' }} }}) do
+    copyedit.last_result, copyedit.last_error, copyedit.last_review = nil, nil, nil
+    vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, obs.before)
+    review_with(case[2])
+    vim.cmd('%CopyEdit ' .. {lua_string(instruction)})
+    record_edit('the edit (' .. case[1] .. ')', bufnr, case[1] .. '_')
+    obs[case[1] .. '_review'] = copyedit.last_review or vim.NIL
+  end
+end
+"""
+    seen = run_nvim(tmp_path, DEFAULT, body)
+    before = buffer_text(seen["before"])
+    for case in ("all", "one", "none"):
+        assert seen[f"{case}_err"] is None, seen[f"{case}_err"]
+    review = seen["all_review"]
+    edits = review["edit"]["documentChanges"][0]["edits"]
+    assert review["hunks"] == len(edits) >= 2, review  # a docstring in each function: two hunks
+    assert seen["all_result"]["applied"] is True and seen["all_result"]["hunks"] == list(range(1, len(edits) + 1))
+    assert buffer_text(seen["all_after"]) == seen["all_result"]["text"] != before
+    first = [types.TextEdit(range=range_of(edits[0]["range"]), new_text=edits[0]["newText"])]
+    assert seen["one_result"]["applied"] is True and seen["one_result"]["hunks"] == [1]
+    assert buffer_text(seen["one_after"]) == apply_lsp_edits(before, first) != seen["all_result"]["text"]
+    assert seen["none_result"]["applied"] is False and "hunks" in seen["none_result"]
+    assert seen["none_review"]["taken"] == [] and buffer_text(seen["none_after"]) == before
+
+
+def range_of(value: dict) -> types.Range:
+    start, end = value["start"], value["end"]
+    return types.Range(
+        start=types.Position(line=start["line"], character=start["character"]),
+        end=types.Position(line=end["line"], character=end["character"]),
+    )
+
+
+def test_workspace_refactor_is_reviewed_across_files(tmp_path):
+    """:CopyEditWorkspace: the refactor's hunks, in every file it changed, go through the same review
+    (`a` takes them all); each changed file's buffer then holds its hunks, and the server hears
+    which were taken."""
+    (tmp_path / ".git").mkdir()  # the workspace root
+    files = {"shop.py": TWO_BUGS, "steps.py": "def step(x, y):\n    z = x + y\n    return z * 2\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    body = f"""
+local function main()
+  local bufnr = open({lua_string(str(tmp_path / "shop.py"))})
+  review_with('a')
+  copyedit.refactor_workspace({{ instruction = 'Add a docstring to each function.' }})
+  wait('the refactor', function() return copyedit.last_result ~= nil or copyedit.last_error ~= nil end)
+  obs.result = copyedit.last_result or vim.NIL
+  obs.err = copyedit.last_error or vim.NIL
+  obs.review = copyedit.last_review or vim.NIL
+  obs.buffers = {{}}
+  for _, name in ipairs({{ 'shop.py', 'steps.py' }}) do
+    local other = vim.fn.bufnr({lua_string(str(tmp_path))} .. '/' .. name)
+    obs.buffers[name] = other > 0 and lines(other) or vim.NIL
+  end
+end
+"""
+    seen = run_nvim(tmp_path, DEFAULT, body)
+    assert seen["err"] is None, seen["err"]
+    result, review = seen["result"], seen["review"]
+    assert result["applied"] is True and result["changed"] >= 1, result
+    changes = review["edit"]["documentChanges"]
+    assert review["taken"] == list(range(1, review["hunks"] + 1)) and review["hunks"] == sum(
+        len(c["edits"]) for c in changes
+    )
+    for change in changes:
+        name = Path(change["textDocument"]["uri"]).name
+        edits = [types.TextEdit(range=range_of(e["range"]), new_text=e["newText"]) for e in change["edits"]]
+        assert buffer_text(seen["buffers"][name]) == apply_lsp_edits(files[name], edits), name

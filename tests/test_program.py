@@ -61,6 +61,16 @@ def test_reserved_strings_are_escaped_in_gens():
     assert parse_program(text) == program
 
 
+@pytest.mark.parametrize("opening", ["<copy", "<gen>", "<program>", "</program>"])
+def test_an_unescaped_opening_in_a_gen_is_malformed(opening):
+    """A gen's body is escaped text: an opening left bare in it is a model opening an op inside
+    the gen, and the escaped opening is the text itself."""
+    with pytest.raises(ProgramError, match="unescaped"):
+        parse_program(f"<program>\n<gen>\n  x {opening}\n</gen>\n</program>")
+    escaped = parse_program(f"<program>\n<gen>\n  x {escape(opening)}\n</gen>\n</program>")
+    assert escaped == Program((Gen(f"  x {opening}\n"),))
+
+
 @settings(max_examples=3000, deadline=None)
 @given(programs())
 def test_print_parse_round_trip(program):
@@ -82,7 +92,11 @@ def damaged_programs(draw):
     text = draw(programs()).to_text()
     i = draw(st.integers(0, len(text)))
     j = draw(st.integers(i, min(len(text), i + 12)))
-    filler = draw(st.one_of(st.sampled_from(['"', "-", "0", "9", "<", "/>", "\n", "</gen>\n"]), st.text(max_size=3)))
+    filler = draw(
+        st.one_of(
+            st.sampled_from(['"', "-", "0", "9", "<", "/>", "\n", "</gen>\n", "<gen>\n", "<copy"]), st.text(max_size=3)
+        )
+    )
     return draw(st.sampled_from([text[:i] + text[j:], text[:j] + text[i:], text[:i] + filler + text[j:]]))
 
 

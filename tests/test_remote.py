@@ -201,7 +201,7 @@ def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, i
             item.instruction,
             EditOptions(mode="rewrite"),
             stop=stop,
-            on_progress=lambda stats: pieces.append(stats.chosen_tokens),
+            on_progress=lambda progress: pieces.append(progress.stats.chosen_tokens),
         )
     (stream,) = responses  # the one streamed request, cancelled before the answer was complete
     assert stream.is_closed and len(pieces) == 3

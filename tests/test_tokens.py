@@ -1,14 +1,16 @@
-"""The copy check's judgement of one copied token, on logits made by hand, and where copies may
-resume after a gen (no model)."""
+"""The copy check's judgement of one copied token, on logits made by hand, where copies may
+resume after a gen, and the mask of unescaped openings in a gen (no model)."""
 
 import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from copyedit_lsp.edit import COPY_CHECK, EditOptions, repeats_input, replaced_through
 from copyedit_lsp.prompt import SourceView
-from copyedit_lsp.tokens import CopyCheck, ProgramTokens
+from copyedit_lsp.tokens import UNESCAPED_OPENINGS, CopyCheck, OpeningMask, ProgramTokens, reopening
 
 OPS = ProgramTokens(
     ops={"copy": [0, 1], "gen": [0, 2], "end": [3]},
@@ -120,3 +122,39 @@ def test_a_gen_that_opens_by_repeating_the_input_rewrites_it_line_for_line():
     assert replaced_through(view, "from typing import List\n\n\ndef largest(numbers):\n", None, first=1) == 4
     # a gen that does not open with the input line in front of it makes no such claim
     assert replaced_through(view, "        best = max(best, n)\n", None, first=7) == 0
+
+
+PIECES = [b"<", b"</", b"gen", b">", b"gen>", b">\n", b"co", b"py", b"copy", b"program", b"pro", b"gram>", b"ram",
+          b"/", b"/program>", b"x<gen>y", b" <", b"a", b"\n", b"e", b"n", b"p", b"c", b"<copyright", b"</gen>\n"]  # fmt: skip
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.integers(0, len(PIECES) - 1), max_size=12))
+def test_the_opening_mask_excludes_exactly_the_tokens_that_complete_an_unescaped_opening(tokens):
+    """Against the definition, on bodies a gen could have written so far (no opening in them but
+    <gen> where a line other than the first starts, which the decoder reads as the gen closed and
+    another opened)."""
+    mask = OpeningMask(PIECES)
+    body = b"".join(PIECES[t] for t in tokens)
+    assume(not any(_bare(body, 0, opening) for opening in UNESCAPED_OPENINGS))
+    completes = [
+        t for t, piece in enumerate(PIECES) if any(_bare(body + piece, len(body), o) for o in UNESCAPED_OPENINGS)
+    ]
+    assert mask.excluded(body) == completes
+
+
+def _bare(text: bytes, end_after: int, opening: bytes) -> bool:
+    """Whether ``opening`` occurs in ``text`` ending after ``end_after``, other than <gen> where a
+    line other than the first starts."""
+    return any(
+        text.startswith(opening, at)
+        and at + len(opening) > end_after
+        and not (opening == b"<gen>" and at > 0 and text[at - 1 : at] == b"\n")
+        for at in range(len(text))
+    )
+
+
+def test_reopening_is_found_only_where_a_line_starts():
+    assert reopening(b"x = 1\n<gen>  y\n", 0) == 6
+    assert reopening(b"<gen>\n", 0) == -1  # the gen's first line: it would close an empty gen
+    assert reopening(b"x <gen>\n", 0) == -1 and reopening(b"a\n<gen>", 3) == -1

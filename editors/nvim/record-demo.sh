@@ -1,5 +1,5 @@
 #!/bin/bash
-# Records the :CopyEdit flow in Neovim inside tmux (before / during / after) into demo-capture.txt.
+# Records the :CopyEdit flow in Neovim inside tmux (before / during / review / after) into demo-capture.txt.
 # Usage: editors/nvim/record-demo.sh [OUTPUT]   (needs nvim, tmux, the project's .venv and model)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -42,8 +42,13 @@ while [ $((SECONDS - started)) -lt 900 ]; do
   if echo "$pane" | grep -q "tok/s"; then  # keep the latest progress report
     during=$(echo; echo "--- during: the server's \$/progress on the command line ($((SECONDS - started)) s) ---"; echo "$pane")
   fi
+  if echo "$pane" | grep -q "hunk 1 of"; then  # the review: shown, then every hunk taken with a
+    { echo "$during"; echo; echo "--- review: the hunk over the lines it replaces; y / n / a / q ($((SECONDS - started)) s) ---"; echo "$pane"; } >> "$OUT"
+    during=""
+    tmux send-keys -t "$S" a
+  fi
   if echo "$pane" | grep -q "copyedit: applied\|copyedit: not applied\|copyedit: .*error"; then
-    { echo "$during"; echo; echo "--- after: the edit applied, the result reported with vim.notify ($((SECONDS - started)) s) ---"; echo "$pane"; } >> "$OUT"
+    { [ -n "$during" ] && echo "$during"; echo; echo "--- after: the edit applied, the result reported with vim.notify ($((SECONDS - started)) s) ---"; echo "$pane"; } >> "$OUT"
     break
   fi
 done

@@ -2,27 +2,37 @@
 
 import * as vscode from "vscode";
 import {
+  ApplyWorkspaceEditParams,
+  ApplyWorkspaceEditRequest,
+  ApplyWorkspaceEditResult,
   DidChangeConfigurationNotification,
   LanguageClient,
   RevealOutputChannelOn,
   State,
+  TextDocumentEdit,
 } from "vscode-languageclient/node";
 import * as logic from "./logic";
+import { LiveView, Review } from "./review";
 
 let client: LanguageClient | undefined;
 let status: logic.Status;
 let output: vscode.OutputChannel;
 let restarting: Promise<void> = Promise.resolve();
+let review: Review;
+let live: LiveView;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
   output = vscode.window.createOutputChannel("copyedit");
   status = new logic.Status(() => render(item));
+  review = new Review((line) => output.appendLine(`copyedit: ${line}`));
+  live = new LiveView(status);
   render(item);
   item.show();
   context.subscriptions.push(
     item,
     output,
+    review.register(),
     vscode.commands.registerCommand(logic.EDIT_WITH_INSTRUCTION, editWithInstruction),
     vscode.commands.registerCommand(logic.REFACTOR_WITH_INSTRUCTION, refactorWorkspace),
     vscode.commands.registerCommand(logic.CANCEL_EDITS, cancelEdits),
@@ -60,6 +70,7 @@ function readConfig(): logic.Config {
     copyCheck: config.get<number>("copyCheck"),
     nCtx: config.get<number>("nCtx"),
     syntaxGuard: config.get<boolean>("syntaxGuard"),
+    review: config.get<string>("review"),
   };
 }
 
@@ -82,6 +93,8 @@ async function start(): Promise<void> {
     },
   );
   client = started;
+  started.onRequest(ApplyWorkspaceEditRequest.type, (params) => applyEdit(started, params));
+  started.onNotification("copyedit/op", (notice: logic.OpNotice) => live.show(notice));
   started.onDidChangeState(({ newState }) => {
     if (client !== started) return; // an old client, stopped on purpose
     if (newState === State.Starting) status.starting();
@@ -96,6 +109,23 @@ async function start(): Promise<void> {
     output.appendLine(`copyedit: ${problem}: ${messageOf(error)}`);
     status.error(problem);
   }
+}
+
+/** `workspace/applyEdit`: an edit the server wants confirmed is reviewed in a diff editor; any
+ * other is applied as vscode-languageclient would (its annotations open VS Code's refactor preview). */
+async function applyEdit(from: LanguageClient, params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> {
+  const label = (params.label ?? "edit").replace(/^copyedit: /, "");
+  if (logic.needsReview(params.edit)) {
+    const change = params.edit.documentChanges?.[0];
+    if (change && TextDocumentEdit.is(change)) return review.propose(label, change);
+  }
+  for (const change of params.edit.documentChanges ?? []) {
+    if (!TextDocumentEdit.is(change) || typeof change.textDocument.version !== "number") continue;
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === from.protocol2CodeConverter.asUri(change.textDocument.uri).toString());
+    if (open && open.version !== change.textDocument.version) return { applied: false, failureReason: "Version mismatch" };
+  }
+  const edit = await from.protocol2CodeConverter.asWorkspaceEdit(params.edit);
+  return { applied: await vscode.workspace.applyEdit(edit) };
 }
 
 function configurationChanged(event: vscode.ConfigurationChangeEvent): void {

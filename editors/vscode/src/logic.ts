@@ -34,6 +34,7 @@ export interface Config {
   copyCheck?: number;
   nCtx?: number;
   syntaxGuard?: boolean;
+  review?: string;
 }
 
 /** The server's settings object (camelCase keys of copyedit_lsp.config.Settings). */
@@ -53,6 +54,7 @@ export interface ServerSettings {
   copyCheck?: number;
   nCtx?: number;
   syntaxGuard?: boolean;
+  review?: string;
 }
 
 /** `initializationOptions`: the settings that are set; unset ones keep the server's defaults. */
@@ -75,6 +77,7 @@ export function initializationOptions(config: Config): ServerSettings {
   }
   if (Number.isInteger(config.nCtx) && (config.nCtx as number) >= 0) options.nCtx = config.nCtx; // 0: sized to each edit
   if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
+  if (config.review) options.review = config.review;
   return options;
 }
 
@@ -170,6 +173,7 @@ export class Status {
   running = 0;
   last?: string; // the summary of the last finished edit
   problem?: string; // why the state is "error"
+  live?: string; // the running edit's ops and speed (copyedit/op)
 
   constructor(private readonly changed: () => void = () => undefined) {}
 
@@ -195,14 +199,24 @@ export class Status {
     if (this.state !== "error") this.update("editing");
   }
 
+  /** The running edit's live figures (undefined: none). */
+  progress(live: string | undefined): void {
+    this.live = live;
+    this.changed();
+  }
+
   end(last: string | undefined): void {
     this.running = Math.max(this.running - 1, 0);
+    this.live = undefined;
     if (last !== undefined) this.last = last;
     if (this.state === "editing") this.update(this.running > 0 ? "editing" : "ready");
   }
 
   get text(): string {
-    if (this.state === "editing") return `$(sync~spin) copyedit: editing${this.running > 1 ? ` (${this.running})` : ""}`;
+    if (this.state === "editing") {
+      const count = this.running > 1 ? ` (${this.running})` : "";
+      return `$(sync~spin) copyedit: editing${count}${this.live ? ` · ${this.live}` : ""}`;
+    }
     if (this.state === "error") return "$(error) copyedit: error";
     if (this.state === "ready" && this.last !== undefined) return `copyedit: ${this.last}`;
     return `copyedit: ${this.state}`;
@@ -260,4 +274,88 @@ export function executeCommandMiddleware(status: Status, hooks: Hooks) {
       return undefined;
     }
   };
+}
+
+/** An LSP TextEdit (positions in UTF-16 code units, as JavaScript strings count them). */
+export interface TextEdit {
+  range: { start: Position; end: Position };
+  newText: string;
+  annotationId?: string;
+}
+
+/** The parts of a `workspace/applyEdit` the review reads. */
+export interface ReviewedEdit {
+  documentChanges?: unknown[];
+  changeAnnotations?: Record<string, { needsConfirmation?: boolean }>;
+}
+
+/** Whether the server asks the user to confirm an edit: an annotation that needs confirmation,
+ * on an edit of one document (a workspace refactor goes to VS Code's own refactor preview). */
+export function needsReview(edit: ReviewedEdit | undefined): boolean {
+  if (!edit || edit.documentChanges?.length !== 1) return false;
+  return Object.values(edit.changeAnnotations ?? {}).some((annotation) => annotation.needsConfirmation === true);
+}
+
+function offsetAt(text: string, lineStarts: number[], position: Position): number {
+  const line = Math.min(position.line, lineStarts.length - 1);
+  const start = lineStarts[line];
+  const lineEnd = line + 1 < lineStarts.length ? lineStarts[line + 1] : text.length;
+  return position.line >= lineStarts.length ? text.length : Math.min(start + position.character, lineEnd);
+}
+
+/** `text` with non-overlapping LSP `edits` applied (the proposal a review shows). */
+export function applyTextEdits(text: string, edits: TextEdit[]): string {
+  const lineStarts = [0];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "\n" || (c === "\r" && text[i + 1] !== "\n")) lineStarts.push(i + 1);
+  }
+  const spans = edits
+    .map((edit) => ({ from: offsetAt(text, lineStarts, edit.range.start), to: offsetAt(text, lineStarts, edit.range.end), edit }))
+    .sort((a, b) => b.from - a.from);
+  let result = text;
+  for (const { from, to, edit } of spans) result = result.slice(0, from) + edit.newText + result.slice(to);
+  return result;
+}
+
+/** The line of the proposal where hunk `index` (0-based, edits in document order) begins. */
+export function proposalLine(edits: TextEdit[], index: number): number {
+  let shift = 0;
+  for (let i = 0; i < index; i++) {
+    const lines = edits[i].newText.split(/\r\n|\r|\n/).length - 1;
+    shift += lines - (edits[i].range.end.line - edits[i].range.start.line);
+  }
+  return edits[index].range.start.line + shift;
+}
+
+/** The hunk (0-based) whose new lines hold line `line` of the proposal, or undefined. */
+export function hunkAtProposalLine(edits: TextEdit[], line: number): number | undefined {
+  for (let i = 0; i < edits.length; i++) {
+    const first = proposalLine(edits, i);
+    const count = Math.max(edits[i].newText.split(/\r\n|\r|\n/).length - 1, 1);
+    if (line >= first && line < first + count) return i;
+  }
+  return undefined;
+}
+
+/** The answer to `workspace/applyEdit` after a review: the 1-based hunks taken, in order. */
+export function reviewAnswer(taken: Iterable<number>, problem?: string): { applied: boolean; hunks: number[]; failureReason?: string } {
+  const hunks = [...new Set(taken)].sort((a, b) => a - b).map((index) => index + 1);
+  if (problem !== undefined) return { applied: false, hunks: [], failureReason: problem };
+  return hunks.length > 0 ? { applied: true, hunks } : { applied: false, hunks, failureReason: "rejected in review" };
+}
+
+/** One `copyedit/op` notification: an op of a running edit as it closes, or the edit's end. */
+export interface OpNotice {
+  uri: string;
+  index: number;
+  op?: { kind: "copy"; start: number; end: number } | { kind: "gen"; line: number; lines: number; text: string };
+  done?: boolean;
+  ops: number;
+  tokensPerSecond: number;
+}
+
+/** The status bar's text for a running edit's last op. */
+export function liveText(notice: OpNotice): string {
+  return `${plural(notice.ops, "op")}, ${Math.round(notice.tokensPerSecond)} tok/s`;
 }

@@ -88,6 +88,7 @@ describe("settings -> initializationOptions", () => {
       copyCheck: properties["copyedit.copyCheck"].default as number,
       nCtx: properties["copyedit.nCtx"].default as number,
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
+      review: properties["copyedit.review"].default as string,
     };
     const options = logic.initializationOptions(defaults);
     const server = serverDefaults();
@@ -104,7 +105,10 @@ describe("settings -> initializationOptions", () => {
   test("src/extension.ts reads every setting package.json declares", () => {
     const source = readFileSync(path.join(root, "src", "extension.ts"), "utf8");
     const read = [...source.matchAll(/config\.get<[^>]+>\("([\w.]+)"\)/g)].map((m) => `copyedit.${m[1]}`);
-    assert.deepEqual(read.sort(), Object.keys(properties).sort());
+    // copyedit.trace.server is vscode-languageclient's own: it reads `<client id>.trace.server`
+    const declared = Object.keys(properties).filter((key) => key !== "copyedit.trace.server");
+    assert.deepEqual(read.sort(), declared.sort());
+    assert.ok("copyedit.trace.server" in properties);
   });
 });
 
@@ -328,5 +332,47 @@ describe("package.json agrees with the logic", () => {
     const registered = [...source.matchAll(/registerCommand\(logic\.(\w+)/g)].map((m) => m[1]);
     assert.deepEqual(registered, ["EDIT_WITH_INSTRUCTION", "REFACTOR_WITH_INSTRUCTION", "CANCEL_EDITS"]);
     assert.doesNotMatch(source, /registerCommand\((logic\.(EDIT|REFACTOR|CANCEL)\b|"copyedit\.(edit|refactorWorkspace|cancel)")/);
+  });
+});
+
+describe("review", () => {
+  const edit = (line: number, end: number, newText: string): logic.TextEdit => ({
+    range: { start: { line, character: 0 }, end: { line: end, character: 0 } },
+    newText,
+  });
+  const text = "a\nb\nc\nd\ne\n";
+  const edits = [edit(1, 2, "B1\nB2\n"), edit(3, 4, "")]; // b -> two lines; d removed
+
+  test("only an edit of one document with an annotation that needs confirmation is reviewed", () => {
+    const one = [{ textDocument: { uri: "file:///a.py", version: 1 }, edits }];
+    assert.equal(logic.needsReview({ documentChanges: one, changeAnnotations: { "hunk-1": { needsConfirmation: true } } }), true);
+    assert.equal(logic.needsReview({ documentChanges: one, changeAnnotations: { "hunk-1": { needsConfirmation: false } } }), false);
+    assert.equal(logic.needsReview({ documentChanges: one }), false);
+    assert.equal(logic.needsReview({ documentChanges: [...one, ...one], changeAnnotations: { a: { needsConfirmation: true } } }), false);
+    assert.equal(logic.needsReview(undefined), false);
+  });
+
+  test("the proposal is the text with every hunk applied; hunks are found by its lines", () => {
+    assert.equal(logic.applyTextEdits(text, edits), "a\nB1\nB2\nc\ne\n");
+    assert.equal(logic.applyTextEdits("x\r\ny\r\n", [edit(1, 2, "Y\r\n")]), "x\r\nY\r\n");
+    assert.equal(logic.applyTextEdits("x", [{ range: { start: { line: 0, character: 1 }, end: { line: 5, character: 0 } }, newText: "!" }]), "x!");
+    assert.deepEqual([logic.proposalLine(edits, 0), logic.proposalLine(edits, 1)], [1, 4]);
+    assert.deepEqual([0, 1, 2, 3, 4].map((line) => logic.hunkAtProposalLine(edits, line)), [undefined, 0, 0, undefined, 1]);
+  });
+
+  test("the answer says what was taken, 1-based and in order, or why nothing was", () => {
+    assert.deepEqual(logic.reviewAnswer([1, 0, 1]), { applied: true, hunks: [1, 2] });
+    assert.deepEqual(logic.reviewAnswer([]), { applied: false, hunks: [], failureReason: "rejected in review" });
+    assert.deepEqual(logic.reviewAnswer([0], "the document changed"), { applied: false, hunks: [], failureReason: "the document changed" });
+  });
+
+  test("the live view's figures show in the status bar while editing, and go when the edit ends", () => {
+    const status = new logic.Status();
+    status.ready();
+    status.begin();
+    status.progress(logic.liveText({ uri: "file:///a.py", index: 2, ops: 3, tokensPerSecond: 118.6 }));
+    assert.equal(status.text, "$(sync~spin) copyedit: editing · 3 ops, 119 tok/s");
+    status.end("done");
+    assert.equal(status.text, "copyedit: done");
   });
 });

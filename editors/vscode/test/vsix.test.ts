@@ -14,10 +14,18 @@ const read = (name: string): string => {
 };
 const manifest = JSON.parse(read("extension/package.json"));
 const CLIENT_COMMANDS = ["copyedit.editWithInstruction", "copyedit.refactorWorkspaceWithInstruction", "copyedit.cancelEdits"];
+const REVIEW_COMMANDS = ["copyedit.review.accept", "copyedit.review.acceptHunk", "copyedit.review.reject"];
 
-test("the three client commands, none of the server's", () => {
+test("the client's commands and the review's, none of the server's", () => {
   const commands = manifest.contributes.commands.map((c: { command: string }) => c.command);
-  assert.deepEqual(commands.sort(), [...CLIENT_COMMANDS].sort());
+  assert.deepEqual(commands.sort(), [...CLIENT_COMMANDS, ...REVIEW_COMMANDS].sort());
+  // the review's buttons show on its diff (the proposal's scheme), its palette entries only during a review
+  const title = manifest.contributes.menus["editor/title"];
+  assert.deepEqual(title.map((m: { command: string }) => m.command), REVIEW_COMMANDS);
+  assert.ok(title.every((m: { when: string }) => m.when === "resourceScheme == copyedit-review"));
+  const palette = manifest.contributes.menus.commandPalette.filter((m: { command: string }) => REVIEW_COMMANDS.includes(m.command));
+  assert.ok(palette.length === 3 && palette.every((m: { when: string }) => m.when === "copyedit.reviewing"));
+  assert.ok(read("extension/out/extension.js").includes("copyedit-review"));
 });
 
 test("the menus: command palette and editor context", () => {
