@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,13 +86,12 @@ class CopyOutcome:
     doubted: int | None = None
 
 
-def _padded_closes(backend: Backend) -> list[int]:
+def _padded_closes(pieces: Sequence[bytes]) -> list[int]:
     """The tokens that begin a ``</gen>`` after whitespace in one piece (`` </``, ``\n</``): where a
     line starts, masking ``<`` and ``</`` alone misses them."""
     opening = GEN_CLOSE.encode()
     found = []
-    for token in range(backend.n_vocab):
-        piece = backend.piece(token)
+    for token, piece in enumerate(pieces):
         rest = piece.lstrip(b" \t\r\n")
         if rest and len(rest) < len(piece) and opening.startswith(rest[: len(opening)]):
             found.append(token)
@@ -412,13 +412,18 @@ class Decoder:
     @functools.cached_property
     def opening_mask(self) -> OpeningMask:
         """The unescaped openings' masks over this model's vocabulary (built at the first gen)."""
-        return OpeningMask([self.backend.piece(token) for token in range(self.backend.n_vocab)])
+        return OpeningMask(self.pieces)
+
+    @functools.cached_property
+    def pieces(self) -> list[bytes]:
+        """Every token's bytes, read once for the masks that scan the vocabulary."""
+        return [self.backend.piece(token) for token in range(self.backend.n_vocab)]
 
     @functools.cached_property
     def padded_closes(self) -> list[int]:
         """The tokens that begin ``</gen>`` after whitespace in one piece (a scan of the vocabulary,
         at the first gen that needs it)."""
-        return _padded_closes(self.backend)
+        return _padded_closes(self.pieces)
 
     @functools.cached_property
     def unchanged_gen_ends(self) -> list[int]:

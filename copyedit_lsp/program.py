@@ -35,8 +35,10 @@ RESERVED = ("<copy", "<gen>", "</gen>", "<program>", "</program>")
 # and the strings in which no reserved string occurs.
 _RESERVED_AFTER_LT = re.compile(r"<(\\*)(?=copy|gen>|/gen>|program>|/program>)")
 _ESCAPED_AFTER_LT = re.compile(r"<\\(\\*)(?=copy|gen>|/gen>|program>|/program>)")
-# An opening the escape never leaves in a gen's body ("</gen>" ends the body)
-_UNESCAPED_OPENING = re.compile(r"<(?:copy|gen>|program>|/program>)")
+#: The reserved strings the escape never leaves in a gen's body ("</gen>" ends the body): a
+#: model writing one in a gen is opening an op there.
+UNESCAPED_OPENINGS = tuple(reserved for reserved in RESERVED if reserved != "</gen>")
+_UNESCAPED_OPENING = re.compile("|".join(map(re.escape, UNESCAPED_OPENINGS)))
 
 
 def escape(text: str) -> str:

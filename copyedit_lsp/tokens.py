@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import program
 from .edit import ContextOverflow, DecodeError, EditOptions, EditWatch
 from .grammar import digit_choices
 from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, unescape
@@ -72,9 +73,9 @@ def body_text(body: bytes) -> str:
     return unescape(body.decode("utf-8", errors="replace"))
 
 
-#: What the escape never leaves in a gen's body (``</gen>`` ends it): a model that writes one of
-#: these in a gen is trying to open an op there (the grammar's line states rule them out too).
-UNESCAPED_OPENINGS = (b"<copy", b"<gen>", b"<program>", b"</program>")
+#: :data:`~copyedit_lsp.program.UNESCAPED_OPENINGS` as the bytes a gen's body is read in (the
+#: grammar's line states rule them out too).
+UNESCAPED_OPENINGS = tuple(opening.encode() for opening in program.UNESCAPED_OPENINGS)
 #: The one the local decoder reads where a line starts: the gen closed and a new one opened.
 REOPEN = b"<gen>"
 
