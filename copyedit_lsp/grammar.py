@@ -96,18 +96,21 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 @lru_cache(maxsize=32)  # asked for before every op of an edit, mostly with the same arguments
-def op_grammar(n_lines: int, first: int = 1) -> str:
+def op_grammar(n_lines: int, first: int = 1, *, after_gens: bool = False) -> str:
     """GBNF for exactly one op of a program over ``n_lines`` lines: a copy of lines I..J with
-    ``first`` <= I <= J <= n (none when ``first`` > n), a gen, or the program's end.
+    ``first`` <= I <= J <= n (none when ``first`` > n), a gen, or the program's end; with
+    ``after_gens``, gens may come before that op (one request then runs to the next copy).
 
-    The remote backend asks for one op per request; unlike :func:`instantiate`, I <= J holds by
-    the grammar: the start's digits walk a trie whose every complete start is followed by the
-    range of ends it allows."""
+    The remote backend asks for one op per request, or with ``after_gens`` for the gens up to the
+    next copy and that copy: a request must end where a copy closes, for its lines are spliced into
+    the next request's prompt.  Unlike :func:`instantiate`, I <= J holds by the grammar: the
+    start's digits walk a trie whose every complete start is followed by the range of ends it
+    allows."""
     rules = {match[1]: match[0] for match in _RULE.finditer(grammar_template())}
     lines = [rule for name, rule in rules.items() if _GEN_RULES.fullmatch(name)]
-    ops = ["gen", "last-gen", '"</program>"']
+    ends = ["last-gen", '"</program>"']
     if first <= n_lines:
-        ops.insert(0, "copy")
+        ends.insert(0, "copy")
         lines.append('copy ::= "<copy lines=\\"" c')
         prefixes = [""]
         while prefixes:
@@ -118,7 +121,8 @@ def op_grammar(n_lines: int, first: int = 1) -> str:
                 alternatives.append(f'"-" ({range_rule(int(prefix), n_lines)}) "\\"/>\\n"')
             lines.append(f"c{prefix} ::= {' | '.join(alternatives)}")
             prefixes += [prefix + d for d in digits]
-    return "\n".join([f"root ::= {' | '.join(ops)}", *lines]) + "\n"
+    root = f"gen+ ({' | '.join(ends)})?" if after_gens else "gen"
+    return "\n".join([f"root ::= {' | '.join([root, *ends])}", *lines]) + "\n"
 
 
 @cache

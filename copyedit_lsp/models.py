@@ -14,6 +14,7 @@ import collections
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -372,6 +373,57 @@ def resolve_model(name_or_path: str, *, fetch_missing: bool = False, progress: b
         raise ModelError(f"{name_or_path!r} is neither a known model ({known}) nor an existing .gguf file")
     check_gguf(path)
     return path.resolve()
+
+
+# The sha256 of the weights of each known model as a Hugging Face folder (hf_folder): the GGUF
+# dequantized to float32 by transformers and saved as one safetensors file.
+HF_WEIGHTS_SHA256 = {
+    "qwen2.5-coder-0.5b": "c140a1218a3903f3f8c5627a7846b6106a2bb297e8d7abe6c6f593bd254b6a05",
+}
+
+
+def hf_folder(name: str, *, progress: bool = False) -> Path:
+    """The known model ``name`` as a Hugging Face folder (config, tokenizer, float32 safetensors)
+    for engines that read no GGUF (vLLM), under the model cache: transformers dequantizes the
+    verified GGUF once (the ``[train]`` extra); the weights' sha256 is checked against
+    :data:`HF_WEIGHTS_SHA256` when first written and whenever the file changed since."""
+    expected = HF_WEIGHTS_SHA256.get(name)
+    if expected is None:
+        raise ModelError(f"no Hugging Face export is recorded for {name!r}: known are {sorted(HF_WEIGHTS_SHA256)}")
+    folder = cache_dir() / f"{name}-hf"
+    weights = folder / "model.safetensors"
+    if not weights.exists():
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as error:
+            raise ModelError(f"exporting {name} needs the [train] extra (make train): {error}") from None
+        gguf = resolve_model(name, fetch_missing=True, progress=progress)
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        read = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, torch_dtype=torch.float32)
+        config = read.config
+        if hasattr(config, "quantization_config"):  # the GGUF's: its dequantized copy is a plain model
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+        model.load_state_dict(read.state_dict())
+        model.save_pretrained(partial, safe_serialization=True, max_shard_size="100GB")
+        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(partial)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(partial, folder)
+    stat = weights.stat()
+    marker = weights.with_name(weights.name + ".verified")
+    record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": expected}
+    try:
+        if json.loads(marker.read_text()) == record:
+            return folder
+    except (OSError, ValueError):
+        pass
+    digest = _sha256_file(weights, progress=progress, desc=f"verifying {name} (Hugging Face)")
+    if digest != expected:
+        raise ModelError(f"{weights} has sha256 {digest}, not the recorded {expected}: delete {folder} to export again")
+    marker.write_text(json.dumps(record) + "\n")
+    return folder
 
 
 def list_models() -> list[dict]:

@@ -1,10 +1,11 @@
 """The remote backend: edits decoded by an OpenAI-compatible completions server.
 
-The program loop is the decoder's, one op per request: the prompt is the edit's prompt so
-far, the grammar (:func:`~copyedit_lsp.grammar.op_grammar`) admits exactly one op, and the
-server stops where the op ends.  A copy is spliced by appending the copied lines to the next
-request's prompt, so the server's prefix cache evaluates only what is new (the tag and the
-lines) in one prefill.  Answers stream, so progress shows and closing the stream cancels.
+The program loop is the decoder's, one request per copy: the prompt is the edit's prompt so
+far, the grammar (:func:`~copyedit_lsp.grammar.op_grammar`) admits gens and then one op (or, with
+``Endpoint.gens_per_request`` off, exactly one op), and the server stops where the grammar does.
+A copy ends a request and is spliced by appending the copied lines to the next request's prompt,
+so the server's prefix cache evaluates only what is new (the tag and the lines) in one prefill.
+Answers stream, so progress shows and closing the stream cancels.
 
 Engines: ``llama.cpp`` (llama-server and llama-cpp-python's server: ``grammar`` and
 ``cache_prompt`` fields) and ``vllm`` (0.10.2 or later: ``structured_outputs.grammar``,
@@ -18,7 +19,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import httpx
@@ -41,7 +42,7 @@ from .edit import (
     rewritten_text,
 )
 from .grammar import gen_rest_grammar, literal_grammar, op_grammar
-from .program import GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
+from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
 from .prompt import ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
 
@@ -61,13 +62,16 @@ class RemoteError(DecodeError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where the server is: its base URL (``http://host:port/v1``), model name, engine, timeout."""
+    """Where the server is: its base URL (``http://host:port/v1``), model name, engine, timeout;
+    and whether a program request may run through gens to the next copy (fewer requests, the same
+    program) or stops after each op."""
 
     url: str
     model: str = ""  # empty: the first model the server lists
     engine: str = "llama.cpp"
     timeout: float = 60.0  # seconds without a byte from the server
     api_key: str | None = field(default=None, repr=False)
+    gens_per_request: bool = True  # a request runs through gens to the next copy; False: one op each
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -132,8 +136,10 @@ class Completions:
             body |= {"cache_prompt": True, "repeat_penalty": 1.0}
             if grammar is not None:
                 body["grammar"] = grammar
-        elif grammar is not None:
-            body["structured_outputs"] = {"grammar": grammar}
+        else:  # vLLM reports a streamed request's usage (and cached tokens) only when asked
+            body["stream_options"] = {"include_usage": True}
+            if grammar is not None:
+                body["structured_outputs"] = {"grammar": grammar}
         request = self.client.build_request("POST", "completions", json=body)
         response = self._send(request, idempotent=False, stream=True)
         answer = Answer()
@@ -348,11 +354,10 @@ class RemoteDecoder:
         stop: StopFlag | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> EditResult:
-        """Edit ``source`` by ``instruction`` as the local decoder does, one request per op
+        """Edit ``source`` by ``instruction`` as the local decoder does, one request per copy
         (:class:`~copyedit_lsp.edit.Editor`; the local decoder's speedups and copy check do not
         apply: a completions server returns no logits of the copied lines)."""
-        examples = options.examples or "default"
-        options.check(REMOTE_MODES, examples)
+        options.check(REMOTE_MODES, options.examples or "default")
         started = time.perf_counter()
         session = _Session(self, EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress))
         prompt = self._prompt(source, instruction, options)
@@ -375,38 +380,49 @@ class RemoteDecoder:
         ops: list[Op] = []
         after = 1  # the input line after what the program has copied or rewritten
         cut = None
-        while stats.chosen_tokens < budget:
-            if target is not None:
-                goal = target.ops[len(ops)] if len(ops) < len(target.ops) else None
-                grammar = literal_grammar(_op_text(goal) if goal is not None else PROGRAM_CLOSE)
+        done = False
+        while not done and stats.chosen_tokens < budget:
+            through_gens = self.completions.endpoint.gens_per_request
+            if target is not None:  # the script's next op, or its gens up to its next copy and that copy
+                rest = target.ops[len(ops) :]
+                script = _to_next_copy(rest) if through_gens else _op_text(rest[0]) if rest else PROGRAM_CLOSE
+                grammar = literal_grammar(script)
             else:
-                grammar = op_grammar(n, after if options.ordered else 1)
+                grammar = op_grammar(n, after if options.ordered else 1, after_gens=through_gens)
             room = budget - stats.chosen_tokens
             answer = session.complete(prompt, grammar, min(self.max_gen_tokens, room))
-            if target is None and answer.text.startswith(GEN_OPEN) and answer.text.endswith(GEN_CLOSE):
-                answer = self._write_on(session, prompt, answer, view, after, budget)
-            op, ended = _read_op(answer, n)
             if answer.finish_reason == "length":  # the server stopped at max_tokens
                 cut = "max_new_tokens" if room <= self.max_gen_tokens else "max_gen_tokens"
-            if op is None:
-                break
-            ops.append(op)
-            prompt += answer.text
-            if isinstance(op, Copy):
-                after = op.end + 1
-                if options.splice == "prefill":
-                    prompt += view.span(op.start, op.end)
-                    stats.splice_calls += 1
-            elif isinstance(op, Gen) and target is None:
-                through = replaced_through(view, op.text, None, after)
-                if options.ordered and through == n:
-                    break  # the gen wrote out the input's last line: the program is complete
-                after = max(after, through + 1)
-            stats.ops = len(ops)
-            session.watch.report(ops)
-            if ended:
-                break
-        else:
+            for piece in _op_pieces(answer):
+                rewritten = target is None and piece.text.startswith(GEN_OPEN) and piece.text.endswith(GEN_CLOSE)
+                if rewritten and repeats_input(view, piece.text[len(GEN_OPEN) : -len(GEN_CLOSE)], after):
+                    piece = self._write_on(session, prompt, piece, view, after, budget)
+                else:
+                    rewritten = False
+                op, ended = _read_op(piece, n)
+                if isinstance(op, Copy) and options.ordered and op.start < after:
+                    break  # drafted after a gen that moved the first line a copy may start at: asked again
+                if op is None:
+                    done = True
+                    break
+                ops.append(op)
+                prompt += piece.text
+                if isinstance(op, Copy):
+                    after = op.end + 1
+                    if options.splice == "prefill":
+                        prompt += view.span(op.start, op.end)
+                        stats.splice_calls += 1
+                elif isinstance(op, Gen) and target is None:
+                    through = replaced_through(view, op.text, None, after)
+                    ended = ended or (options.ordered and through == n)  # the gen wrote out the input's last line
+                    after = max(after, through + 1)
+                stats.ops = len(ops)
+                session.watch.report(ops)
+                if ended:
+                    done = True
+                if done or rewritten:
+                    break  # what the server wrote after a gen it was asked to write on is not taken
+        if not done and stats.chosen_tokens >= budget:
             cut = "max_new_tokens"
         stats.ops = len(ops)
         session.watch.report(ops)  # the ops a break left unreported
@@ -447,6 +463,37 @@ def _op_text(op: Op) -> str:
     if isinstance(op, Copy):
         return op.to_text()
     return GEN_OPEN + as_model_sees(op.text) + GEN_CLOSE
+
+
+def _to_next_copy(ops: Sequence[Op]) -> str:
+    """The text of a script's ops up to its next copy and that copy, or to the program's end."""
+    text = ""
+    for op in ops:
+        text += _op_text(op)
+        if isinstance(op, Copy):
+            return text
+    return text + PROGRAM_CLOSE
+
+
+def _op_pieces(answer: Answer) -> list[Answer]:
+    """A grammar-constrained answer cut into its ops' texts, in order; only the last one may have
+    been cut short (it keeps the answer's finish reason)."""
+    text, pieces, at = answer.text, [], 0
+    while at < len(text):
+        if text.startswith(GEN_OPEN, at):
+            end = text.find(GEN_CLOSE, at)
+            end = len(text) if end < 0 else end + len(GEN_CLOSE)
+        elif text.startswith(COPY_OPEN, at):
+            end = text.find(COPY_CLOSE, at)
+            end = len(text) if end < 0 else end + len(COPY_CLOSE)
+        else:
+            end = len(text)  # the program's end, or what _read_op refuses
+        pieces.append(Answer(text[at:end], finish_reason="stop"))
+        at = end
+    if not pieces:
+        pieces.append(Answer(""))
+    pieces[-1].finish_reason = answer.finish_reason
+    return pieces
 
 
 def _read_op(answer: Answer, n_lines: int) -> tuple[Op | None, bool]:

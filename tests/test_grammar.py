@@ -217,6 +217,21 @@ def test_op_grammar_admits_exactly_one_op_with_ordered_lines(gbnf, n, first):
         assert not gbnf.accepts(grammar, copy(first - 1, n))
 
 
+@pytest.mark.parametrize("n, first", [(12, 3), (150, 120)])
+def test_op_grammar_after_gens_runs_to_the_next_copy(gbnf, n, first):
+    """With ``after_gens`` a request may write gens and then one op: a copy ends it."""
+    grammar = op_grammar(n, first, after_gens=True)
+    copy = f'<copy lines="{first}-{n}"/>\n'
+    assert gbnf.accepts(grammar, copy)
+    assert gbnf.accepts(grammar, "<gen>\nx = 1\n</gen>\n")
+    assert gbnf.accepts(grammar, "<gen>\nx = 1\n</gen>\n" + copy)
+    assert gbnf.accepts(grammar, "<gen>\na\n</gen>\n<gen>\nb\n</gen>\n</program>")
+    assert gbnf.accepts(grammar, "<gen>\na\n</gen>\n<gen>\nlast line</gen>\n")
+    assert not gbnf.accepts(grammar, copy + "<gen>\nx\n</gen>\n")  # a copy ends the request
+    assert not gbnf.accepts(grammar, copy + copy)
+    assert not gbnf.accepts(grammar, f'<gen>\nx\n</gen>\n<copy lines="{first - 1}-{n}"/>\n')
+
+
 def test_the_rest_of_a_gen_is_at_least_one_more_line_then_its_end(gbnf):
     grammar = gen_rest_grammar()
     assert gbnf.accepts(grammar, "    return a\n</gen>\n")

@@ -138,11 +138,12 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
         there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
         assert there.program.ops[0] == here.program.ops[0], item.id
         same.append(there.program == here.program and there.text == here.text)
-        # one per op, one for the end unless a gen wrote out the last line, and one for each more
-        # line a gen that changed nothing was asked for (it could not end there)
+        # a request runs through gens to the next copy: one per copy at least; at most one per op,
+        # one for the end, and one for each more line a gen that changed nothing was asked for
         gen_lines = sum(op.text.count("\n") for op in there.program.ops if isinstance(op, Gen))
-        assert len(there.program.ops) <= there.stats.requests <= len(there.program.ops) + 1 + gen_lines
-        copies += sum(isinstance(op, Copy) for op in there.program.ops)
+        in_program = sum(isinstance(op, Copy) for op in there.program.ops)
+        assert in_program <= there.stats.requests <= len(there.program.ops) + 1 + gen_lines
+        copies += in_program
     # a long free gen may part at a near tie (the server batches its evaluation differently)
     assert sum(same) >= len(items) - 1, same
     assert copies >= len(items)  # the model copies: the splice is exercised
@@ -153,12 +154,18 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
         assert there.stats.requests == 1
 
 
-def test_forced_mode_writes_the_script_remotely(remote_decoder, items):
+def check_forced_mode(remote: RemoteDecoder, items) -> None:
+    """Forced mode writes the oracle's script: one request for each copy and the gens before it,
+    one for the gens after the last and the program's end."""
     for item in items[:3]:
         program = oracle_program(item.before, item.after)
-        result = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
+        result = remote.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
         assert result.program == program and result.text == item.after
-        assert result.stats.requests == len(program.ops) + 1
+        assert result.stats.requests == sum(isinstance(op, Copy) for op in program.ops) + 1
+
+
+def test_forced_mode_writes_the_script_remotely(remote_decoder, items):
+    check_forced_mode(remote_decoder, items)
 
 
 def test_a_copy_is_spliced_by_the_servers_prefix_cache(remote_decoder, llama_server, items, default_model_path):
@@ -401,6 +408,46 @@ def test_a_gen_that_changes_nothing_is_asked_for_more_lines():
         bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
         assert len(bodies) == 3 and bodies[2]["grammar"] == gen_rest_grammar()
         assert bodies[2]["prompt"] == bodies[1]["prompt"] + "<gen>\nb = 2\n"
+    finally:
+        fake.close()
+
+
+def test_a_request_runs_through_gens_to_the_next_copy():
+    """The server may write a gen and the copy after it in one answer: both are taken, and the
+    next request's prompt holds the copied lines after the tag."""
+    answers = [sse('<copy lines="1-1"/>\n'), sse("<gen>\nb = 20\n</gen>\n", '<copy lines="3-3"/>\n'), sse("</program>")]
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url))
+        result = decoder.edit("a = 1\nb = 2\nc = 3\n", "Make b ten times larger.")
+        assert result.program == Program((Copy(1, 1), Gen("b = 20\n"), Copy(3, 3)))
+        assert result.text == "a = 1\nb = 20\nc = 3\n" and result.stats.requests == 3
+        bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
+        assert bodies[1]["grammar"].startswith("root ::= gen+ (copy | last-gen")
+        assert bodies[2]["prompt"] == bodies[1]["prompt"] + '<gen>\nb = 20\n</gen>\n<copy lines="3-3"/>\nc = 3\n'
+    finally:
+        fake.close()
+
+
+def test_a_copy_drafted_before_the_line_a_gen_reached_is_asked_again():
+    """A gen that rewrites line 2 and reproduces line 3 moves the next copy's first line to 4: a
+    copy of line 3 the server wrote after it is not taken, and the next request asks again."""
+    source = "alpha = 1\nbeta = alpha * 2\ngamma = beta * 3\ndelta = gamma * 4\n"
+    answers = [
+        sse('<copy lines="1-1"/>\n'),
+        sse("<gen>\nBETA = alpha * 2\ngamma = beta * 3\n</gen>\n", '<copy lines="3-4"/>\n'),
+        sse('<copy lines="4-4"/>\n'),
+        sse("</program>"),
+    ]
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url))
+        result = decoder.edit(source, "Rename beta to BETA on its line.")
+        assert result.program == Program((Copy(1, 1), Gen("BETA = alpha * 2\ngamma = beta * 3\n"), Copy(4, 4)))
+        bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
+        assert len(bodies) == 4
+        assert bodies[2]["prompt"] == bodies[1]["prompt"] + "<gen>\nBETA = alpha * 2\ngamma = beta * 3\n</gen>\n"
+        assert 'c ::= "4" c4' in bodies[2]["grammar"]  # a copy may start at line 4 only
     finally:
         fake.close()
 

@@ -9,7 +9,7 @@ latency counts the item, not the prefix.
 
 Modes named ``remote-program``, ``remote-rewrite`` and ``remote-forced`` run on an
 OpenAI-compatible completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), one request
-per op; the server's prefix cache is warmed the same way, and each is compared with its local
+per copy; the server's prefix cache is warmed the same way, and each is compared with its local
 mode: the same program, the same text, the latency ratio and the requests per edit.
 
 A mode with a reference mode (``lookup``: ``rewrite``; ``program-no-tags`` and the other
@@ -92,6 +92,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "splice_spans": stats.splice_spans,
         "output_tokens": stats.output_tokens,
         "prefill_tokens": stats.prefill_tokens,
+        "prefix_reused_tokens": stats.prefix_reused_tokens,  # remote: the prompt tokens the engine's cache held
         "eval_calls": stats.eval_calls,
         "ops": stats.ops,
         "requests": stats.requests,
