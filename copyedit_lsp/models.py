@@ -125,22 +125,22 @@ def is_verified(name: str) -> bool:
     """True if the cached file exists and is unchanged since it passed size and sha256 checks."""
     spec = _spec(name)
     path = cached_path(name)
+    return _marked(path, spec.sha256) and path.stat().st_size == spec.size
+
+
+def _marked(path: Path, sha256: str) -> bool:
+    """Whether ``path`` is unchanged (size and mtime) since it was verified to have ``sha256``."""
     try:
         marker = json.loads(_marker_path(path).read_text())
         stat = path.stat()
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(marker, dict)
-        and marker.get("sha256") == spec.sha256
-        and marker.get("size") == spec.size == stat.st_size
-        and marker.get("mtime_ns") == stat.st_mtime_ns
-    )
+    return marker == {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256}
 
 
-def _write_marker(path: Path, spec: ModelSpec) -> None:
+def _write_marker(path: Path, sha256: str) -> None:
     stat = path.stat()
-    record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": spec.sha256}
+    record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256}
     marker = _marker_path(path)
     partial = marker.with_name(marker.name + ".tmp")
     partial.write_text(json.dumps(record) + "\n")
@@ -263,7 +263,7 @@ def _adopt_existing(spec: ModelSpec, path: Path, *, progress: bool) -> bool:
         return False
     if _sha256_file(path, progress=progress, desc=f"verifying {spec.name}") != spec.sha256:
         return False
-    _write_marker(path, spec)
+    _write_marker(path, spec.sha256)
     return True
 
 
@@ -310,7 +310,7 @@ def _assemble_into_place(spec: ModelSpec, path: Path, *, progress: bool) -> None
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    _write_marker(path, spec)
+    _write_marker(path, spec.sha256)
 
 
 def _known_model_for(path: Path) -> ModelSpec | None:
@@ -411,18 +411,13 @@ def hf_folder(name: str, *, progress: bool = False) -> Path:
         AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(partial)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(partial, folder)
-    stat = weights.stat()
-    marker = weights.with_name(weights.name + ".verified")
-    record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": expected}
-    try:
-        if json.loads(marker.read_text()) == record:
-            return folder
-    except (OSError, ValueError):
-        pass
-    digest = _sha256_file(weights, progress=progress, desc=f"verifying {name} (Hugging Face)")
-    if digest != expected:
-        raise ModelError(f"{weights} has sha256 {digest}, not the recorded {expected}: delete {folder} to export again")
-    marker.write_text(json.dumps(record) + "\n")
+    if not _marked(weights, expected):
+        digest = _sha256_file(weights, progress=progress, desc=f"verifying {name} (Hugging Face)")
+        if digest != expected:
+            raise ModelError(
+                f"{weights} has sha256 {digest}, not the recorded {expected}: delete {folder} to export again"
+            )
+        _write_marker(weights, expected)
     return folder
 
 

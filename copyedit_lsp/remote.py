@@ -381,8 +381,8 @@ class RemoteDecoder:
         after = 1  # the input line after what the program has copied or rewritten
         cut = None
         done = False
+        through_gens = self.completions.endpoint.gens_per_request
         while not done and stats.chosen_tokens < budget:
-            through_gens = self.completions.endpoint.gens_per_request
             if target is not None:  # the script's next op, or its gens up to its next copy and that copy
                 rest = target.ops[len(ops) :]
                 script = _to_next_copy(rest) if through_gens else _op_text(rest[0]) if rest else PROGRAM_CLOSE
