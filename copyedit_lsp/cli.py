@@ -429,6 +429,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate,
     )
     recipe = Recipe(seed=args.seed)
+    if args.javascript_share is not None:
+        recipe = replace(recipe, javascript_share=args.javascript_share)
     if args.scale != 1.0:
         recipe = replace(recipe, counts=tuple((k, max(1, round(n * args.scale))) for k, n in recipe.counts))
     plan = TrainPlan(
@@ -436,6 +438,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         model=args.model,
         recipe=recipe,
         distill=round(args.distill * args.scale),
+        distill_fixes=args.distill_fixes,
+        fix_languages=tuple(args.fix_languages.split(",")),
+        widen=args.widen,
+        init=Path(args.init) if args.init else None,
         examples=args.examples,
         options=options,
     )
@@ -600,6 +606,19 @@ def _add_train_command(commands) -> None:
     train.add_argument("--seed", type=int, default=0, help="the data recipe's seed")
     train.add_argument("--scale", type=float, default=1.0, help="multiply every count of the data recipe")
     train.add_argument("--distill", type=int, default=80, help="self-distilled edits (the base model's rewrites)")
+    train.add_argument(
+        "--distill-fixes", type=int, default=0, help="synthetic bugs learned as the base model's own rewrite fixes them"
+    )
+    train.add_argument(
+        "--fix-languages", default="javascript", help="comma-separated: the bugs --distill-fixes draws from"
+    )
+    train.add_argument(
+        "--javascript-share", type=float, help="of every kind a JavaScript region can take (default: the recipe's)"
+    )
+    train.add_argument(
+        "--widen", type=int, default=0, help="target programs begin each change up to this many lines earlier"
+    )
+    train.add_argument("--init", help="an adapter GGUF the LoRA starts from (a second stage on new data)")
     train.add_argument(
         "--examples",
         choices=["default", "none", "extended"],

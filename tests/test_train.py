@@ -1,6 +1,7 @@
 """The span selector's training: decoder-faithful sequences, deterministic leak-free data, a LoRA
 whose exported GGUF moves llama.cpp's logits as torch's, and the shipped adapter."""
 
+import itertools
 import json
 import shutil
 import statistics
@@ -10,6 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import edits
 
 from copyedit_lsp import adapters
 from copyedit_lsp.adapters import resolve_selector
@@ -18,7 +22,7 @@ from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions
 from copyedit_lsp.models import ModelError
-from copyedit_lsp.program import parse_program
+from copyedit_lsp.program import Copy, Gen, parse_program
 from copyedit_lsp.prompt import ChatTemplate, SourceView
 from copyedit_lsp.resolver import oracle_program, resolve
 from copyedit_lsp.train.data import (
@@ -31,7 +35,7 @@ from copyedit_lsp.train.data import (
     regions_of,
     with_context,
 )
-from copyedit_lsp.train.sequence import answer_sequence
+from copyedit_lsp.train.sequence import answer_sequence, widened
 
 # Hand-written edits that take every shape of program: a gen first and last, copies only,
 # an insertion, a deletion, a file without a final line break, a reserved string.
@@ -163,7 +167,15 @@ def test_training_lowers_the_loss_and_the_adapter_moves_llama_logits_as_torch(ti
     changes its logits the way the LoRA changes torch's (cosine of the two deltas)."""
     import torch
 
-    from copyedit_lsp.train.lora import TrainOptions, load_trained, train
+    from copyedit_lsp.train.lora import (
+        TrainOptions,
+        load_adapter,
+        load_base,
+        load_trained,
+        lora_arrays,
+        train,
+        with_lora,
+    )
 
     vocab = Vocabulary(tiny_model_path)
     template = ChatTemplate(vocab.metadata)
@@ -190,6 +202,15 @@ def test_training_lowers_the_loss_and_the_adapter_moves_llama_logits_as_torch(ti
 
     tokens = rows[0]["tokens"]
     model = load_trained(tiny_model_path, tmp_path, "llama", options)
+    second_stage = with_lora(load_base(tiny_model_path), "llama", options)
+    load_adapter(second_stage, tmp_path / "adapter.gguf")  # the start of a second stage: the exported LoRA
+    trained, loaded = lora_arrays(model), lora_arrays(second_stage)
+    assert trained.keys() == loaded.keys()
+    assert all(np.allclose(trained[name], loaded[name], atol=1e-3) for name in trained)
+    with pytest.raises(ValueError, match="does not fit"):
+        load_adapter(
+            with_lora(load_base(tiny_model_path), "llama", replace(options, rank=8)), tmp_path / "adapter.gguf"
+        )
     with torch.no_grad():
         tuned = model(input_ids=torch.tensor([tokens])).logits[0].numpy()
         with model.disable_adapter():
@@ -210,12 +231,49 @@ def test_training_lowers_the_loss_and_the_adapter_moves_llama_logits_as_torch(ti
     assert statistics.median(cosines) > 0.9, cosines
 
 
+def copied_lines(program):
+    return {line for op in program.ops if isinstance(op, Copy) for line in range(op.start, op.end + 1)}
+
+
+@given(edits(), st.integers(0, 3))
+def test_widened_programs_write_the_same_text_and_copy_less(edit, lines):
+    """A widened target program resolves to the same after-text; it copies a subset of the
+    oracle's lines, and no line within ``lines`` before a change."""
+    before, after = edit
+    oracle = oracle_program(before, after)
+    program = widened(oracle, before, lines)
+    assert resolve(program, before) == after
+    assert copied_lines(program) <= copied_lines(oracle)
+    for op, following in itertools.pairwise(oracle.ops):
+        if isinstance(op, Copy) and not (isinstance(following, Copy) and following.start == op.end + 1):
+            assert not copied_lines(program) & set(range(max(op.start, op.end - lines + 1), op.end + 1))
+
+
+def test_widened_moves_the_lines_before_a_change_into_its_gen():
+    before = "a\nb\nc\nd\ne\nf\n"
+    assert widened(oracle_program(before, "a\nb\nc\nX\ne\nf\n"), before, 2).ops == (
+        Copy(1, 1),
+        Gen("b\nc\nX\n"),
+        Copy(5, 6),
+    )
+    assert widened(oracle_program(before, "a\nb\nc\ne\nf\n"), before, 2).ops == (
+        Copy(1, 1),
+        Gen("b\nc\n"),
+        Copy(5, 6),
+    ), "a deletion too"
+    assert widened(oracle_program(before, "a\nb\nc\nX\ne\nf\n"), before, 0) == oracle_program(
+        before, "a\nb\nc\nX\ne\nf\n"
+    )
+
+
 @pytest.mark.model
 def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_path):
     selector = resolve_selector("default", "qwen2.5-coder-0.5b")
     assert selector is not None and selector.path.is_file()
     assert adapters.SHIPPED[selector.name].sha256 == selector.sha256
     assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
+    candidate = resolve_selector("qwen2.5-coder-0.5b-fixes", "qwen2.5-coder-0.5b")  # verified, not the default
+    assert candidate is not None and candidate.sha256 == adapters.SHIPPED[candidate.name].sha256 != selector.sha256
     assert resolve_selector("default", "smollm2-135m") is None
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)
     try:
@@ -259,3 +317,60 @@ def test_a_broken_adapter_file_is_a_clear_error(tiny_model_path, tmp_path):
         assert backend.adapter is None
     finally:
         backend.close()
+
+
+class RewriteDouble:
+    """Stands in for the base model in a plumbing test of distillation: its "rewrite" is a table."""
+
+    def __init__(self, rewrites: dict[str, str]):
+        self.rewrites = rewrites
+        self.asked: list[tuple[str, str]] = []
+
+    def edit(self, before, instruction, options):
+        from types import SimpleNamespace
+
+        assert options.mode == "lookup"
+        self.asked.append((before, instruction))
+        return SimpleNamespace(text=self.rewrites.get(before, before))
+
+
+def test_distilled_fixes_take_the_model_rewrite_as_target_where_it_is_worth_learning():
+    """A bug whose rewrite parses and changes the code becomes a distill-fix edit with the rewrite as its
+    target; an unchanged or broken rewrite is dropped; no more than asked for are kept."""
+    from copyedit_lsp.train.distill import distill_fixes
+
+    fixed = "function f(a, b) {\n  const c = a + b;\n  return c * 2;\n}\n"
+    bugs = [
+        Example("bug", "javascript", "Fix bugs in f.", fixed.replace("+", "-"), fixed, "a.js:1"),
+        Example("bug", "javascript", "Fix f.", fixed.replace("* 2", "* 3"), fixed, "b.js:1"),
+        Example("bug", "javascript", "Fix the bug in f.", fixed.replace("c * 2", "c"), fixed, "c.js:1"),
+        Example("bug", "javascript", "Fix f.", fixed.replace("a + b", "b + a"), fixed, "d.js:1"),
+    ]
+    model_fix = fixed.replace("+", "*")  # not the reversed bug: the model's own fix
+    decoder = RewriteDouble(
+        {bugs[0].before: model_fix, bugs[1].before: "function f(a, b) {\n  return (\n", bugs[3].before: fixed}
+    )
+    fixes = distill_fixes(decoder, bugs, count=2, seed=0)
+    assert sorted(f.origin for f in fixes) == ["a.js:1", "d.js:1"]
+    assert all(f.kind == "distill-fix" for f in fixes)
+    assert {f.origin: f.after for f in fixes} == {"a.js:1": model_fix, "d.js:1": fixed}
+    assert {f.origin: f.instruction for f in fixes} == {
+        b.origin: b.instruction for b in bugs if b.origin in ("a.js:1", "d.js:1")
+    }
+    assert len(decoder.asked) <= len(bugs)
+
+
+def test_a_distilled_rewrite_keeps_the_blank_lines_around_the_region():
+    """A rewrite that drops the region's leading and trailing blank lines gets them back, so the
+    target program copies them instead of deleting them; a rewrite that only dropped them is no edit."""
+    from copyedit_lsp.train.distill import framed, kept
+
+    before = "\nconst f = (a) => {\n  return a - 1;\n}\n\n\n"
+    rewrite = "const f = (a) => {\n  return a + 1;\n}\n"
+    assert framed(before, rewrite) == "\nconst f = (a) => {\n  return a + 1;\n}\n\n\n"
+    assert oracle_program(before, framed(before, rewrite)).ops == (
+        Copy(1, 2),
+        Gen("  return a + 1;\n"),
+        Copy(4, 6),
+    )
+    assert not kept(before, framed(before, before.strip("\n") + "\n"), "javascript")

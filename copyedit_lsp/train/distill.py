@@ -1,7 +1,9 @@
-"""Self-distillation: the base model's own greedy rewrites of real code, kept where they parse.
+"""Self-distillation: the base model's own greedy rewrites, kept where they parse.
 
-Each kept rewrite becomes an edit whose target is its oracle program, so the selector learns to
-write, as a program, what the model would write anyway.  Rewrites run in ``lookup`` mode (the
+Of real code under instructions that add something (:func:`distill`), and of synthetic bugs under
+their fix instruction (:func:`distill_fixes`: the model's fix, not the reversed bug).  Each kept
+rewrite becomes an edit whose target is its oracle program, so the selector learns to write, as a
+program, what the model would write anyway.  Rewrites run in ``lookup`` mode (the
 greedy rewrite, drafted by prompt lookup) with the base model, no adapter.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..edit import EditOptions
 from ..program import Copy
@@ -51,14 +54,48 @@ def distill(
     rng = random.Random(seed)
     order = list(regions)
     rng.shuffle(order)
+    tasks = [
+        Example("distill", r.language, rng.choice(INSTRUCTIONS[r.language]).format(name=r.name), r.text, "", r.origin)
+        for r in order[: 3 * count]
+    ]
+    return rewritten(decoder, tasks, count, progress)
+
+
+def distill_fixes(
+    decoder, bugs: list[Example], count: int, seed: int, progress: Callable[[int], None] | None = None
+) -> list[Example]:
+    """Up to ``count`` synthetic-bug edits whose target is the base model's own rewrite under the
+    bug's instruction instead of the reversed bug: the selector learns to fix, as a program, what
+    the model would fix in a rewrite (kind ``distill-fix``)."""
+    order = list(bugs)
+    random.Random(seed).shuffle(order)
+    tasks = [replace(bug, kind="distill-fix") for bug in order[: 3 * count]]
+    return rewritten(decoder, tasks, count, progress)
+
+
+def rewritten(
+    decoder, tasks: list[Example], count: int, progress: Callable[[int], None] | None = None
+) -> list[Example]:
+    """The ``tasks`` (their before-text and instruction) with the base model's greedy rewrite as the
+    after-text, the first ``count`` that are worth learning (:func:`kept`)."""
     examples = []
-    for region in order[: 3 * count]:
+    for task in tasks:
         if len(examples) >= count:
             break
-        instruction = rng.choice(INSTRUCTIONS[region.language]).format(name=region.name)
-        result = decoder.edit(region.text, instruction, EditOptions(mode="lookup", language=region.language))
+        result = decoder.edit(task.before, task.instruction, EditOptions(mode="lookup", language=task.language))
         if progress:
             progress(1)
-        if kept(region.text, result.text, region.language):
-            examples.append(Example("distill", region.language, instruction, region.text, result.text, region.origin))
+        after = framed(task.before, result.text)
+        if kept(task.before, after, task.language):
+            examples.append(replace(task, after=after))
     return examples
+
+
+def framed(before: str, rewrite: str) -> str:
+    """``rewrite`` between the blank lines that begin and end ``before``: a rewrite drops them, and
+    a selector that learned that would drop them from every edit."""
+    core = rewrite.strip("\n")
+    if not core:
+        return rewrite
+    lead = before[: len(before) - len(before.lstrip("\n"))]
+    return lead + core + before[len(before.rstrip("\n")) :]

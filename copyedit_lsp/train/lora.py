@@ -204,10 +204,18 @@ def _step(model, optimizer, scheduler, trainable: list, batch: list[dict], bf16:
 
 
 def train(
-    gguf: Path, sequences: Path, out: Path, options: TrainOptions, *, architecture: str, progress: bool = True
+    gguf: Path,
+    sequences: Path,
+    out: Path,
+    options: TrainOptions,
+    *,
+    architecture: str,
+    init: Path | None = None,
+    progress: bool = True,
 ) -> TrainState:
     """Train a LoRA on ``sequences`` (a JSONL of ``tokens``/``chosen``/``split``), checkpointing in
-    ``out``; resumes where a previous run stopped.  Returns the final state."""
+    ``out``; resumes where a previous run stopped.  ``init``: an adapter GGUF the LoRA starts from
+    (a second stage on new data).  Returns the final state."""
     import torch
     from tqdm import tqdm
 
@@ -221,6 +229,8 @@ def train(
     if options.max_steps is not None:
         total_steps = min(total_steps, options.max_steps)
     model = with_lora(load_base(gguf), architecture, options)
+    if init is not None:
+        load_adapter(model, init)  # a checkpoint, if there is one, replaces it below
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer, scheduler = _optimizer(trainable, options, total_steps)
     checkpoint = out / "checkpoint.pt"
@@ -257,17 +267,43 @@ def load_trained(gguf: Path, out: Path, architecture: str, options: TrainOptions
     return model.eval()
 
 
-def lora_arrays(model) -> dict[str, Any]:
-    """llama.cpp tensor name -> PEFT's lora_A [r, in] / lora_B [out, r] array, unchanged."""
+def _llama_name(name: str) -> str | None:
+    """The llama.cpp tensor name of a PEFT LoRA parameter (None for any other parameter)."""
     import re
 
-    arrays = {}
+    match = re.search(r"layers\.(\d+)\.\w+\.(\w+_proj)\.lora_([AB])\.", name)
+    if match is None:
+        return None
+    layer, projection, which = match.groups()
+    return f"blk.{layer}.{PROJECTIONS[projection]}.weight.lora_{which.lower()}"
+
+
+def lora_arrays(model) -> dict[str, Any]:
+    """llama.cpp tensor name -> PEFT's lora_A [r, in] / lora_B [out, r] array, unchanged."""
+    return {
+        llama: tensor.float().numpy()
+        for name, tensor in model.state_dict().items()
+        if (llama := _llama_name(name)) is not None
+    }
+
+
+def load_adapter(model, path: Path) -> None:
+    """Set the LoRA of ``model`` to an exported adapter GGUF's (the same rank, layers and projections)."""
+    import gguf
+    import torch
+
+    arrays = {tensor.name: tensor.data for tensor in gguf.GGUFReader(str(path)).tensors}
+    state = {}
     for name, tensor in model.state_dict().items():
-        match = re.search(r"layers\.(\d+)\.\w+\.(\w+_proj)\.lora_([AB])\.", name)
-        if match:
-            layer, projection, which = match.groups()
-            arrays[f"blk.{layer}.{PROJECTIONS[projection]}.weight.lora_{which.lower()}"] = tensor.float().numpy()
-    return arrays
+        llama = _llama_name(name)
+        if llama is None:
+            continue
+        if llama not in arrays or tuple(arrays[llama].shape) != tuple(tensor.shape):
+            raise ValueError(f"{path} does not fit this LoRA: {llama} missing or not {tuple(tensor.shape)}")
+        state[name] = torch.from_numpy(arrays.pop(llama).astype("float32"))
+    if arrays:
+        raise ValueError(f"{path} has tensors this LoRA lacks: {', '.join(sorted(arrays)[:3])}")
+    model.load_state_dict(state, strict=False)
 
 
 def export_gguf(model, path: Path, *, architecture: str, alpha: float) -> None:

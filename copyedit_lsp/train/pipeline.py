@@ -34,7 +34,7 @@ from .data import (
     sources,
 )
 from .lora import TrainOptions
-from .sequence import answer_sequence
+from .sequence import answer_sequence, widened
 
 VAL_EVERY = 20  # one edit in 20 is held out
 
@@ -47,6 +47,10 @@ class TrainPlan:
     model: str = "qwen2.5-coder-0.5b"
     recipe: Recipe = Recipe()
     distill: int = 80  # self-distilled edits
+    distill_fixes: int = 0  # synthetic bugs whose target becomes the base model's own rewrite (distill-fix)
+    fix_languages: tuple[str, ...] = ("javascript",)  # the bugs distill_fixes draws from
+    widen: int = 0  # each change begun up to this many lines earlier in the target programs (sequence.widened)
+    init: Path | None = None  # an adapter GGUF the LoRA starts from (a second stage), else a new LoRA
     examples: str = "none"  # the prompt's few-shot set while training and with the adapter
     node_modules: Path = field(default_factory=node_modules_default)
     options: TrainOptions = TrainOptions()
@@ -74,25 +78,36 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
     with tqdm(total=total, desc="synthetic edits", disable=not progress) as bar:
         files = sources(plan.node_modules)
         examples = build(plan.recipe, files, forbidden, progress=bar.update)
-    if plan.distill:
+    if plan.distill or plan.distill_fixes:
         from ..decoder import Decoder
-        from .distill import distill
+        from .distill import distill, distill_fixes
 
-        regions = [
-            r
-            for language, paths in files.items()
-            for _, _, found in collect_regions(paths, language, replace(plan.recipe, max_lines=30), per_file=1)
-            for r in found
-        ]
-        used = {e.origin for e in examples}
-        regions = [r for r in regions if r.origin not in used]
         decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, adapter="none")  # the base model
         try:
-            with tqdm(total=3 * plan.distill, desc="self-distillation (rewrites tried)", disable=not progress) as bar:
-                distilled = distill(decoder, regions, plan.distill, plan.recipe.seed, progress=bar.update)
+            if plan.distill_fixes:
+                bugs = [e for e in examples if e.kind == "bug" and e.language in plan.fix_languages]
+                with tqdm(
+                    total=3 * plan.distill_fixes, desc="fixes distilled (rewrites tried)", disable=not progress
+                ) as bar:
+                    fixes = distill_fixes(decoder, bugs, plan.distill_fixes, plan.recipe.seed, progress=bar.update)
+                by_bug = {(fix.origin, fix.before): fix for fix in fixes if not leaks(fix, forbidden)}
+                examples = [by_bug.get((e.origin, e.before), e) for e in examples]
+            if plan.distill:
+                regions = [
+                    r
+                    for language, paths in files.items()
+                    for _, _, found in collect_regions(paths, language, replace(plan.recipe, max_lines=30), per_file=1)
+                    for r in found
+                ]
+                used = {e.origin for e in examples}
+                regions = [r for r in regions if r.origin not in used]
+                with tqdm(
+                    total=3 * plan.distill, desc="self-distillation (rewrites tried)", disable=not progress
+                ) as bar:
+                    distilled = distill(decoder, regions, plan.distill, plan.recipe.seed, progress=bar.update)
+                examples += [e for e in distilled if not leaks(e, forbidden)]
         finally:
             decoder.close()
-        examples += [e for e in distilled if not leaks(e, forbidden)]
     check_no_leak(examples, forbidden)
     _write_jsonl(path, [e.to_dict() for e in examples])
     return examples
@@ -121,9 +136,8 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
                 ),
                 special=True,
             )
-            answer = answer_sequence(
-                oracle_program(example.before, example.after), example.before, vocab.tokenize, vocab.piece
-            )
+            program = widened(oracle_program(example.before, example.after), example.before, plan.widen)
+            answer = answer_sequence(program, example.before, vocab.tokenize, vocab.piece)
             digest = int(hashlib.sha256((example.before + example.instruction).encode()).hexdigest(), 16)
             rows.append(
                 {
@@ -140,13 +154,24 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
     return rows
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adapter: Path) -> dict:
     """The model card's facts: data kinds and counts, tokens, steps, time, losses, sha256."""
     kept = [r for r in rows if len(r["tokens"]) <= plan.options.max_tokens]
     return {
         "base_model": plan.model,
         "prompt_examples": plan.examples,
-        "recipe": asdict(plan.recipe) | {"distill": plan.distill},
+        "recipe": asdict(plan.recipe)
+        | {
+            "distill": plan.distill,
+            "distill_fixes": plan.distill_fixes,
+            "fix_languages": list(plan.fix_languages),
+            "widen": plan.widen,
+        },
+        "init": None if plan.init is None else {"adapter": plan.init.name, "sha256": _sha256(plan.init)},
         "options": asdict(plan.options),
         "examples": dict(collections.Counter(f"{e.kind}/{e.language}" for e in examples)),
         "sequences": {
@@ -164,7 +189,7 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
         ),
         "val_loss": [(step, round(loss, 4)) for step, loss in state.val_loss],
         "adapter": adapter.name,
-        "sha256": hashlib.sha256(adapter.read_bytes()).hexdigest(),
+        "sha256": _sha256(adapter),
         "bytes": adapter.stat().st_size,
     }
 
@@ -196,6 +221,15 @@ def model_card(facts: dict, command: str) -> str:
         "",
         f"    {command}",
         "",
+        *(
+            [
+                f"A second stage: the LoRA starts from the adapter `{facts['init']['adapter']}` "
+                f"(sha256 `{facts['init']['sha256']}`) and trains on new data.",
+                "",
+            ]
+            if facts.get("init")
+            else []
+        ),
         "## Data",
         "",
         markdown_table(["kind / language", "edits"], sorted(facts["examples"].items()), right=(1,)),
@@ -234,7 +268,13 @@ def run(plan: TrainPlan, progress: bool = True) -> dict:
     architecture = vocab.metadata.get("general.architecture", "qwen2")
     vocab.close()
     state = train(
-        model_path, plan.out / "sequences.jsonl", plan.out, plan.options, architecture=architecture, progress=progress
+        model_path,
+        plan.out / "sequences.jsonl",
+        plan.out,
+        plan.options,
+        architecture=architecture,
+        init=plan.init,
+        progress=progress,
     )
     plot_loss(state, plan.out / "loss.png", f"span selector LoRA on {plan.model}")
     facts = card(plan, examples, rows, state, plan.out / "adapter.gguf") | {

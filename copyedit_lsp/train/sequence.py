@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..grammar import digit_choices
-from ..program import GEN_CLOSE, Copy, Program, op_kind
+from ..program import GEN_CLOSE, Copy, Gen, Program, op_kind
 from ..prompt import SourceView, as_model_sees
+from ..resolver import split_lines
 from ..tokens import ProgramTokens
 
 Tokenize = Callable[[str], list[int]]
@@ -62,6 +63,34 @@ def answer_sequence(
         else:
             _gen_body(sequence, pieces, tokenize(as_model_sees(op.text) + GEN_CLOSE), piece)
     return sequence
+
+
+def widened(program: Program, source: str, lines: int) -> Program:
+    """``program`` with every change begun up to ``lines`` lines earlier: the last lines of a copy
+    that a gen or a deletion follows move into a gen of their own text (the result is the same).
+
+    A selector trained on such programs ends its copies short of what it will change, so a copy
+    end one line late still leaves the changed line to the gen, and the gen writes the lines
+    before the change the way a rewrite does."""
+    text = split_lines(source)
+    ops: list[Copy | Gen] = []
+
+    def emit_gen(body: str) -> None:
+        ops.append(Gen(ops.pop().text + body) if ops and isinstance(ops[-1], Gen) else Gen(body))
+
+    for index, op in enumerate(program.ops):
+        if isinstance(op, Gen):
+            emit_gen(op.text)
+            continue
+        after = program.ops[index + 1] if index + 1 < len(program.ops) else None
+        if isinstance(after, Copy) and after.start == op.end + 1 or after is None or lines <= 0:
+            ops.append(op)
+            continue
+        kept = max(op.start - 1, op.end - lines)
+        if kept >= op.start:
+            ops.append(Copy(op.start, kept))
+        emit_gen("".join(text[kept : op.end]))
+    return Program(tuple(ops))
 
 
 def _walk(sequence: TrainingSequence, kinds: dict[str, list[int]], kind: str) -> None:
