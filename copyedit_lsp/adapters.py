@@ -9,12 +9,11 @@ a shipped adapter's name, or a path to an adapter GGUF.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .models import ModelError
+from .models import ModelError, sha256_file
 
 
 @dataclass(frozen=True)
@@ -63,11 +62,7 @@ def adapters_dir() -> Path:
 
 @cache
 def _verified(path: Path, sha256: str) -> bool:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest() == sha256
+    return sha256_file(path) == sha256
 
 
 def resolve_selector(setting: str, model: str) -> Selector | None:

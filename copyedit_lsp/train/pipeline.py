@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..bench.output import markdown_table
+from ..models import sha256_file
 from ..prompt import ChatTemplate
 from ..resolver import oracle_program
 from .data import (
@@ -154,10 +155,6 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
     return rows
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adapter: Path) -> dict:
     """The model card's facts: data kinds and counts, tokens, steps, time, losses, sha256."""
     kept = [r for r in rows if len(r["tokens"]) <= plan.options.max_tokens]
@@ -171,7 +168,7 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
             "fix_languages": list(plan.fix_languages),
             "widen": plan.widen,
         },
-        "init": None if plan.init is None else {"adapter": plan.init.name, "sha256": _sha256(plan.init)},
+        "init": None if plan.init is None else {"adapter": plan.init.name, "sha256": sha256_file(plan.init)},
         "options": asdict(plan.options),
         "examples": dict(collections.Counter(f"{e.kind}/{e.language}" for e in examples)),
         "sequences": {
@@ -189,7 +186,7 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
         ),
         "val_loss": [(step, round(loss, 4)) for step, loss in state.val_loss],
         "adapter": adapter.name,
-        "sha256": _sha256(adapter),
+        "sha256": sha256_file(adapter),
         "bytes": adapter.stat().st_size,
     }
 

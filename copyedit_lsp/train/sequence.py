@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..grammar import digit_choices
 from ..program import GEN_CLOSE, Copy, Gen, Program, op_kind
 from ..prompt import SourceView, as_model_sees
-from ..resolver import split_lines
+from ..resolver import merged, split_lines
 from ..tokens import ProgramTokens
 
 Tokenize = Callable[[str], list[int]]
@@ -74,23 +74,16 @@ def widened(program: Program, source: str, lines: int) -> Program:
     before the change the way a rewrite does."""
     text = split_lines(source)
     ops: list[Copy | Gen] = []
-
-    def emit_gen(body: str) -> None:
-        ops.append(Gen(ops.pop().text + body) if ops and isinstance(ops[-1], Gen) else Gen(body))
-
     for index, op in enumerate(program.ops):
-        if isinstance(op, Gen):
-            emit_gen(op.text)
-            continue
         after = program.ops[index + 1] if index + 1 < len(program.ops) else None
-        if isinstance(after, Copy) and after.start == op.end + 1 or after is None or lines <= 0:
+        if isinstance(op, Gen) or after is None or isinstance(after, Copy) and after.start == op.end + 1 or lines <= 0:
             ops.append(op)
             continue
         kept = max(op.start - 1, op.end - lines)
         if kept >= op.start:
             ops.append(Copy(op.start, kept))
-        emit_gen("".join(text[kept : op.end]))
-    return Program(tuple(ops))
+        ops.append(Gen("".join(text[kept : op.end])))
+    return Program(tuple(merged(ops)))
 
 
 def _walk(sequence: TrainingSequence, kinds: dict[str, list[int]], kind: str) -> None:
