@@ -36,14 +36,21 @@ class ShippedAdapter:
 
 
 SHIPPED: dict[str, ShippedAdapter] = {
+    # The default (the first entry of a model is): v2, then two second stages (the chain is on its card).
+    "qwen2.5-coder-0.5b-v3": ShippedAdapter(
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-0.5b-v3.gguf",
+        "badeb63217ad884cddf4ab1bf0de49528406b8168dd1f395c0f84588d8aafc63",
+        "none",
+    ),
+    # v2, the default before v3
     "qwen2.5-coder-0.5b": ShippedAdapter(
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b.gguf",
         "120e83af071cc875f839699e6e66d89d97ca078d88b78b532176995555de2afb",
         "none",
     ),
-    # A candidate (not the default: the first entry of a model is): v2 and a second stage on
-    # distilled JavaScript fixes; measured on JavaScript and Python, not yet in the interleaved runs.
+    # v2 and a second stage on distilled JavaScript fixes, the stage v3 starts from
     "qwen2.5-coder-0.5b-fixes": ShippedAdapter(
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b-fixes.gguf",

@@ -431,6 +431,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     recipe = Recipe(seed=args.seed)
     if args.javascript_share is not None:
         recipe = replace(recipe, javascript_share=args.javascript_share)
+    if args.intent_share:
+        recipe = replace(recipe, intent_share=args.intent_share)
     if args.scale != 1.0:
         recipe = replace(recipe, counts=tuple((k, max(1, round(n * args.scale))) for k, n in recipe.counts))
     plan = TrainPlan(
@@ -614,6 +616,12 @@ def _add_train_command(commands) -> None:
     )
     train.add_argument(
         "--javascript-share", type=float, help="of every kind a JavaScript region can take (default: the recipe's)"
+    )
+    train.add_argument(
+        "--intent-share",
+        type=float,
+        default=0.0,
+        help="of the Python bugs whose function has a docstring summary, those whose instruction says what it must do",
     )
     train.add_argument(
         "--widen", type=int, default=0, help="target programs begin each change up to this many lines earlier"

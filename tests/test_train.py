@@ -3,6 +3,7 @@ whose exported GGUF moves llama.cpp's logits as torch's, and the shipped adapter
 
 import itertools
 import json
+import re
 import shutil
 import statistics
 import sysconfig
@@ -26,11 +27,13 @@ from copyedit_lsp.program import Copy, Gen, parse_program
 from copyedit_lsp.prompt import ChatTemplate, SourceView
 from copyedit_lsp.resolver import oracle_program, resolve
 from copyedit_lsp.train.data import (
+    INTENT_PHRASES,
     Example,
     Recipe,
     build,
     check_no_leak,
     forbidden_texts,
+    intent,
     leaks,
     regions_of,
     with_context,
@@ -114,6 +117,32 @@ def test_some_regions_come_with_the_lines_around_them():
         assert w.after == lead + example.after + trail and trail in ("", "\n")
         assert resolve(oracle_program(w.before, w.after), w.before) == w.after
     assert with_context(example, "", rng, share=0.0) == example
+
+
+def test_some_bug_instructions_say_what_the_function_must_do():
+    """With ``intent_share``, a Python bug's instruction restates its docstring's summary as what the
+    function must do (the words point at the docstring, the fix goes to the code); the edit itself,
+    and every other instruction, is the recipe's without it."""
+    assert intent('def mean(v):\n    """Returns the mean of v."""\n', "mean") == "return the mean of v"
+    assert intent('def f(x):\n    """Push all items.\n\n    More.\n    """\n', "f") == "push all items"
+    wrapped = 'def f(\n    x,\n) -> int:\n    """Computes the sum of the\n    values. More."""\n'
+    assert intent(wrapped, "f") == "compute the sum of the values"
+    assert intent('def f(x):\n    """The sum."""\n', "f") is None  # not a verb
+    assert intent('def f(x):\n    """Set it (e.g. to 1)."""\n', "f") is None  # cut inside its parentheses
+    assert intent('def g(x):\n    """Push all items."""\n', "f") is None  # another function's
+    files = {"python": stdlib_sample()}
+    plain = build(small_recipe(), files, [])
+    told = build(replace(small_recipe(), intent_share=1.0), files, [])
+    assert [(e.kind, e.before, e.after) for e in told] == [(e.kind, e.before, e.after) for e in plain]
+    changed = [(p, t) for p, t in zip(plain, told, strict=True) if p.instruction != t.instruction]
+    assert changed and all(t.kind in ("bug", "bugs") for _, t in changed)
+    shapes = [
+        re.escape(phrase).replace(r"\{name\}", r"(?P<name>\w+)").replace(r"\{intent\}", "(?P<intent>.+)")
+        for phrase in INTENT_PHRASES
+    ]
+    for _, example in changed:
+        said = next(m for shape in shapes if (m := re.fullmatch(shape, example.instruction)))
+        assert said["intent"] == intent(example.after, said["name"])
 
 
 def test_data_builder_leaves_out_shared_data_text(tmp_path):
@@ -272,8 +301,10 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
     assert selector is not None and selector.path.is_file()
     assert adapters.SHIPPED[selector.name].sha256 == selector.sha256
     assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
-    candidate = resolve_selector("qwen2.5-coder-0.5b-fixes", "qwen2.5-coder-0.5b")  # verified, not the default
-    assert candidate is not None and candidate.sha256 == adapters.SHIPPED[candidate.name].sha256 != selector.sha256
+    assert selector.name == "qwen2.5-coder-0.5b-v3"
+    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-fixes"):  # the earlier stages: verified, not the default
+        earlier = resolve_selector(name, "qwen2.5-coder-0.5b")
+        assert earlier is not None and earlier.sha256 == adapters.SHIPPED[name].sha256 != selector.sha256
     assert resolve_selector("default", "smollm2-135m") is None
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)
     try:

@@ -9,7 +9,8 @@ in its file (:func:`with_context`), so line 1 of an edit is not always its defin
 
 * ``bug``: a synthetic bug (an operator, a comparison, an off-by-one, a wrong variable, swapped
   arguments, a deleted condition or line, a negated test, a wrong return value) whose reversal is
-  the fix; ``bugs``: two of them; ``file-bug``: one in a run of a file's definitions;
+  the fix; ``bugs``: two of them; ``file-bug``: one in a run of a file's definitions; a share of
+  the Python bugs says what the function must do in its docstring's words (:func:`with_intent`);
 * ``docstring``, ``comments``, ``types``: what real code has and the before-text lacks;
 * ``rename``: a local name, or the function itself, renamed everywhere in the region;
 * ``distill`` (:mod:`.distill`): the base model's own rewrites of real code, kept where they parse.
@@ -110,6 +111,23 @@ BUG_PHRASES = (
     "Correct the error in {name}.",
     "Fix {name}.",
 )
+# a bug's instruction that says what the function must do, in its docstring's words
+INTENT_PHRASES = (
+    "Fix the bug in {name}: it must {intent}.",
+    "{name} should {intent}. Fix it.",
+    "Fix {name}: it is meant to {intent}.",
+)
+INTENT_VERBS = set(
+    "return compute calculate get set create make build check convert find load read write parse add remove"
+    " update run apply generate initialize process handle call resolve register validate yield raise test"
+    " determine count format split join append insert delete open close send receive copy move sort filter"
+    " merge extract encode decode replace reset clear start stop wait print emit save fetch push pop shift"
+    " rotate compare construct produce enable disable solve evaluate transform normalize wrap select collect"
+    " prepare execute iterate ensure give take decide use define estimate compile render draw dispatch assign"
+    " distribute invoke strip truncate pad escape lookup look map multiply divide sum scale round"
+    " tell verify match search scan split flatten group reduce wrap unwrap serialize deserialize"
+    " report log mark store cache install configure connect bind accept listen schedule".split()
+)
 PHRASES = {
     "docstring": ("Add a docstring to {name}.", "Document {name} with a docstring.", "Write a docstring for {name}."),
     "jsdoc": ("Add a JSDoc comment to {name}.", "Document {name} with a JSDoc comment."),
@@ -168,6 +186,9 @@ class Recipe:
     min_lines: int = 3
     max_lines: int = 45
     max_file_lines: int = 90
+    # of the Python bugs whose function has a docstring summary, those whose instruction restates it
+    # (:func:`with_intent`); 0 keeps the recipes of the shipped selectors
+    intent_share: float = 0.0
 
 
 # --- sources -------------------------------------------------------------------------------------
@@ -488,6 +509,41 @@ def strip_docstring(region: Region) -> str | None:
     return "".join(lines[:first] + lines[end + 1 :])
 
 
+def intent(text: str, name: str) -> str | None:
+    """What the function ``name`` in ``text`` must do, from its docstring's summary sentence (one
+    line, or wrapped onto a second) as a verb phrase ("Returns the mean." gives "return the mean"),
+    or None where there is none or it does not begin with a verb of :data:`INTENT_VERBS`."""
+    lines = text.splitlines()
+    header = re.compile(rf"\s*(async\s+)?def\s+{re.escape(name)}\b")
+    at = next((i for i, line in enumerate(lines) if header.match(line)), None)
+    colon = at if at is None else next((i for i in range(at, len(lines)) if lines[i].rstrip().endswith(":")), None)
+    if colon is None:
+        return None
+    body = [line.strip() for line in lines[colon + 1 :]]
+    first = next((i for i, line in enumerate(body) if line), len(body))
+    opening = re.match(r"[rRuU]?(\"{3}|'{3})\s*", body[first] if first < len(body) else "")
+    if opening is None:
+        return None
+    summary = " ".join(body[first : first + 2])[opening.end() :]
+    end = re.search(r"\.(\s|$)|" + opening.group(1), summary)
+    sentence = re.fullmatch(r"([A-Z][a-z]+)\b([^\"'\\]*?)\.?", summary[: end.start()].strip() if end else "")
+    if sentence is None or sentence.group(2).count("(") != sentence.group(2).count(")"):
+        return None
+    verb = sentence.group(1).lower()
+    verb = next((v for v in (verb, verb[:-1], verb[:-2]) if v in INTENT_VERBS), None)  # "returns", "pushes"
+    return None if verb is None else verb + sentence.group(2)
+
+
+def with_intent(example: Example, name: str, rng: random.Random, share: float) -> Example:
+    """``example`` (a Python bug) with an instruction that also says what the function must do, in
+    its docstring's words, for ``share`` of the bugs that have one: the words point at the
+    docstring, the fix still goes to the code."""
+    summary = intent(example.after, name) if example.language == "python" else None
+    if summary is None or rng.random() >= share:
+        return example
+    return replace(example, instruction=_phrase(rng, INTENT_PHRASES, name=name, intent=summary))
+
+
 def strip_comments(region: Region) -> str | None:
     """The region without its full-line comments (None if it has none)."""
     marker = "#" if region.language == "python" else "//"
@@ -668,6 +724,10 @@ def build(
                 else:
                     found = next(((r, e) for r in regions if (e := make_example(kind, r, rng))), None)
                     example = found and with_context(found[1], found[0].imports, rng, recipe.context_share)
+                    if example and kind in ("bug", "bugs") and recipe.intent_share:
+                        example = with_intent(
+                            example, found[0].name, _rng(recipe.seed, "intent", example.origin), recipe.intent_share
+                        )
                 if example is None or leaks(example, forbidden):
                     continue
                 examples.append(example)
