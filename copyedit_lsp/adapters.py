@@ -36,7 +36,7 @@ class ShippedAdapter:
 
 
 SHIPPED: dict[str, ShippedAdapter] = {
-    # The default (the first entry of a model is): v2, then two second stages (the chain is on its card).
+    # The default (the first entry of a model is): v2 and two later stages (the chain is on its card).
     "qwen2.5-coder-0.5b-v3": ShippedAdapter(
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b-v3.gguf",

@@ -125,7 +125,7 @@ INTENT_VERBS = set(
     " rotate compare construct produce enable disable solve evaluate transform normalize wrap select collect"
     " prepare execute iterate ensure give take decide use define estimate compile render draw dispatch assign"
     " distribute invoke strip truncate pad escape lookup look map multiply divide sum scale round"
-    " tell verify match search scan split flatten group reduce wrap unwrap serialize deserialize"
+    " tell verify match search scan flatten group reduce unwrap serialize deserialize"
     " report log mark store cache install configure connect bind accept listen schedule".split()
 )
 PHRASES = {
