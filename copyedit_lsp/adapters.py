@@ -57,6 +57,13 @@ SHIPPED: dict[str, ShippedAdapter] = {
         "4e8b7f9bedcca0e1947badf738bef459aec95659f69dc9507b1d05ddeb689ce6",
         "none",
     ),
+    # v3 and a fourth stage, 60% JavaScript: a candidate (Python not measured yet)
+    "qwen2.5-coder-0.5b-v4": ShippedAdapter(
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-0.5b-v4.gguf",
+        "6e897c24fa300d618b1d96d0a0f3bf147b538e3a246ec030ad9a2fff24d4dc4b",
+        "none",
+    ),
 }
 
 

@@ -254,7 +254,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
             bar.update(update.stats.chosen_tokens - bar.n)
 
         language = language_of_path(path.name) or ""
-        options = EditOptions(mode=args.mode, splice=args.splice, language=language, copy_check=args.copy_check)
+        options = EditOptions(
+            mode=args.mode, splice=args.splice, language=language, copy_check=args.copy_check, fallback=args.fallback
+        )
         result = editor.edit(region, args.instruction, options, on_progress=progress)
         progress(EditProgress(result.stats))
     edited = head + result.text + tail
@@ -497,6 +499,13 @@ def _add_edit_commands(commands) -> None:
         default=COPY_CHECK,
         help="program mode: a copied token less probable than this under the model (and not its first "
         f"choice) ends the copy before its line, and the model rewrites it (0 turns it off; default {COPY_CHECK})",
+    )
+    apply.add_argument(
+        "--no-fallback",
+        dest="fallback",
+        action="store_false",
+        help="program mode: keep the program's text even where it was cut short or parses worse than the "
+        "original (by default the edit is then decoded again as a rewrite by the base model)",
     )
     _add_model_arguments(apply)
     _add_remote_arguments(apply)

@@ -28,6 +28,7 @@ class Settings:
     mode: str = "program"  # "program", "rewrite" or "lookup"
     splice: str = "prefill"  # "prefill" or "none"
     copy_check: float = COPY_CHECK  # program mode: the model checks its copies (EditOptions.copy_check); 0: off
+    fallback: bool = True  # program mode: a broken program gives way to a rewrite (EditOptions.fallback)
     max_new_tokens: int = 2048
     syntax_guard: bool = True  # refuse a result with more syntax errors than the original
     review: str = "always"  # hunks the user confirms: "always", "workspace" (the refactor only) or "never"
@@ -85,6 +86,7 @@ class Settings:
             language=language,
             max_new_tokens=self.max_new_tokens,
             copy_check=self.copy_check,
+            fallback=self.fallback,
         )
 
     def reviews(self, workspace: bool) -> bool:

@@ -45,6 +45,7 @@ from .edit import (
     Speedups,
     StopFlag,
     decoded_program,
+    fall_back,
     fence_at,
     fixed_prefix,
     repeats_input,
@@ -167,7 +168,8 @@ class Decoder:
         on_progress: ProgressCallback | None = None,
     ) -> EditResult:
         """Edit ``source`` by ``instruction`` (:class:`~copyedit_lsp.edit.Editor`).  Program modes run
-        with the span selector's adapter, rewrite and lookup with the base model."""
+        with the span selector's adapter, rewrite and lookup with the base model; a program cut
+        short or parsing worse gives way to a lookup rewrite (:func:`~copyedit_lsp.edit.fall_back`)."""
         examples = self.examples_for(options.mode, options.examples)
         options.check(MODES, examples)
         self.prepare(options.mode)
@@ -180,7 +182,7 @@ class Decoder:
         else:
             result = self._program(run, prompt, source, options)
         run.stats.total_seconds = time.perf_counter() - started
-        return result
+        return fall_back(self, result, source, instruction, options, mode="lookup", stop=stop, on_progress=on_progress)
 
     def prompt(self, source: str, instruction: str, options: EditOptions = EditOptions()) -> list[int]:
         """The prompt's tokens for an edit: the conversation and the opening of the answer."""

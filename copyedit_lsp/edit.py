@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Protocol, TypeVar
 
 from .program import Gen, Op, Program
 from .prompt import EXAMPLE_SETS, SourceView
+from .scope import adds_syntax_errors
 
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
@@ -62,10 +63,20 @@ class EditStats:
     decode_seconds: float = 0.0
     splice_seconds: float = 0.0
     total_seconds: float = 0.0
+    fallback: str | None = None  # why program mode's result gave way to a rewrite (FALLBACKS), if it did
 
     @property
     def prefix_cache_hit(self) -> bool:
         return self.prefix_reused_tokens > 0
+
+    def plus(self, other: EditStats) -> EditStats:
+        """These figures and ``other``'s added up (counts, seconds and spans; the mode stays these')."""
+        added = {
+            f.name: getattr(self, f.name) + getattr(other, f.name)
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), int | float | list) and not isinstance(getattr(self, f.name), bool)
+        }
+        return replace(self, **added)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self) | {"prefix_cache_hit": self.prefix_cache_hit}
@@ -84,6 +95,7 @@ class EditResult:
     stats: EditStats
     tokens: tuple[int, ...] = ()
     cut: str | None = None
+    replaced: Program | None = None  # program mode's own program, where a rewrite replaced it (stats.fallback)
 
     @property
     def complete(self) -> bool:
@@ -97,6 +109,12 @@ CUTS = {
     "max_new_tokens": "the output reached maxNewTokens (raise it or edit a smaller range)",
     "max_gen_tokens": "one generated block reached the decoder's length cap",
     "repeated": "the model wrote the same lines again and again (try another instruction or range)",
+}
+
+# Why program mode's result gives way to a rewrite (EditOptions.fallback).
+FALLBACKS = {
+    "cut": "the program was cut short",
+    "syntax": "the program's text parses worse than the original",
 }
 
 
@@ -138,7 +156,9 @@ class EditOptions:
     (:data:`~copyedit_lsp.prompt.EXAMPLE_SETS`; None: the decoder's choice for the mode);
     ``max_new_tokens`` caps the tokens the model may write; ``copy_check``, when above 0, has the
     model check each copy as it is spliced (:class:`~copyedit_lsp.tokens.CopyCheck`): a copied
-    token less probable than this and not the model's first choice ends the copy before its line.
+    token less probable than this and not the model's first choice ends the copy before its line;
+    ``fallback`` has program mode decode the edit again as a rewrite by the base model where its
+    program was cut short or its text parses worse than the original (:func:`fall_back`).
     """
 
     mode: str = "program"
@@ -150,6 +170,7 @@ class EditOptions:
     speedups: Speedups = Speedups()
     max_new_tokens: int = 4096
     copy_check: float = COPY_CHECK
+    fallback: bool = True
 
     def check(self, modes: Sequence[str], examples: str) -> None:
         """Raise ValueError unless the mode is one of ``modes``, the splice and the example set
@@ -213,6 +234,38 @@ class Editor(Protocol):
     def close(self) -> None:
         """Free the model or the connection."""
         ...
+
+
+def fall_back(
+    editor: Editor,
+    result: EditResult,
+    source: str,
+    instruction: str,
+    options: EditOptions,
+    *,
+    mode: str,
+    stop: StopFlag | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> EditResult:
+    """``result``, or where program mode's ``result`` must give way (``options.fallback``: its
+    output was cut short, or its text parses worse than ``source``, by :data:`FALLBACKS`) the edit
+    decoded again by ``editor`` in ``mode``, the editor's rewrite with the base model; the returned
+    result's stats add up both attempts and say why (``stats.fallback``)."""
+    if not options.fallback or options.mode != "program":
+        return result
+    if result.cut is not None:
+        reason = "cut"
+    elif adds_syntax_errors(source, result.text, options.language):
+        reason = "syntax"
+    else:
+        return result
+    started = time.perf_counter()
+    again = replace(options, mode=mode, examples=None, fallback=False)
+    editor.warm(again)
+    rewrite = editor.edit(source, instruction, again, stop=stop, on_progress=on_progress)
+    stats = replace(result.stats.plus(rewrite.stats), fallback=reason)
+    stats.total_seconds = result.stats.total_seconds + time.perf_counter() - started
+    return EditResult(None, rewrite.text, stats, rewrite.tokens, rewrite.cut, replaced=result.program)
 
 
 T = TypeVar("T")

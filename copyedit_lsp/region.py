@@ -13,7 +13,7 @@ import cattrs
 
 from .edit import CUTS
 from .resolver import split_lines
-from .scope import edit_scope, syntax_errors
+from .scope import adds_syntax_errors, edit_scope
 
 
 @dataclass(frozen=True)
@@ -139,23 +139,3 @@ def refusal(
     if syntax_guard and adds_syntax_errors(before, after, language_id):
         return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
     return None
-
-
-def adds_syntax_errors(before: str, after: str, language_id: str | None) -> bool:
-    """Whether ``after`` parses worse than ``before`` (unknown languages never do).
-
-    tree-sitter counts error nodes; for Python, CPython's own parser also has its say, since
-    tree-sitter accepts some indentation errors (an indented line after ``return``).
-    """
-    old, new = syntax_errors(before, language_id), syntax_errors(after, language_id)
-    if old is not None and new is not None and new > old:
-        return True
-    return language_id == "python" and _compiles(before) and not _compiles(after)
-
-
-def _compiles(source: str) -> bool:
-    try:
-        compile(source, "<copyedit>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True

@@ -35,6 +35,7 @@ from .edit import (
     ProgressCallback,
     StopFlag,
     decoded_program,
+    fall_back,
     fence_at,
     fixed_prefix,
     repeats_input,
@@ -368,7 +369,7 @@ class RemoteDecoder:
         else:
             result = self._program(session, prompt, source, options, budget)
         session.stats.total_seconds = time.perf_counter() - started
-        return result
+        return fall_back(self, result, source, instruction, options, mode="rewrite", stop=stop, on_progress=on_progress)
 
     def _program(self, session: _Session, prompt: str, source: str, options: EditOptions, budget: int) -> EditResult:
         view = SourceView.of(source)

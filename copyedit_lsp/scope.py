@@ -237,3 +237,23 @@ def syntax_errors(text: str, language_id: str | None) -> int | None:
         if node.has_error:
             stack.extend(node.children)
     return count
+
+
+def adds_syntax_errors(before: str, after: str, language_id: str | None) -> bool:
+    """Whether ``after`` parses worse than ``before`` (unknown languages never do).
+
+    tree-sitter counts error nodes; for Python, CPython's own parser also has its say, since
+    tree-sitter accepts some indentation errors (an indented line after ``return``).
+    """
+    old, new = syntax_errors(before, language_id), syntax_errors(after, language_id)
+    if old is not None and new is not None and new > old:
+        return True
+    return language_id == "python" and _compiles(before) and not _compiles(after)
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "<copyedit>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True

@@ -36,7 +36,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from . import __version__
 from .actions import Diagnostic, list_actions
 from .config import Settings, updated
-from .edit import CUTS, Cancelled, EditProgress, EditResult, EditStats
+from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
 from .engine import Engine
 from .framing import read_messages, thread_reader
 from .live import OP_NOTIFICATION, LiveOps
@@ -483,6 +483,7 @@ def _summary(stats: EditStats) -> dict:
         "outputTokens": stats.output_tokens,
         "requests": stats.requests,  # to a remote server
         "seconds": round(stats.total_seconds, 3),
+        "fallback": stats.fallback,  # why program mode's result gave way to a rewrite (edit.FALLBACKS), or None
     }
 
 
@@ -538,7 +539,10 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     reviewed = ls.settings.reviews(workspace=False) and _supports_annotations(ls)
     workspace_edit = _reviewed(change, args.instruction) if reviewed else types.WorkspaceEdit(document_changes=[change])
     answer = await _apply(ls, args.instruction, workspace_edit) if edits else Applied(True)
-    progress.end(f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit")
+    done = f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit"
+    if result.stats.fallback is not None:
+        done += f" (a rewrite by the base model: {FALLBACKS[result.stats.fallback]})"
+    progress.end(done)
     summary = {"applied": answer.applied, "edits": len(edits), "text": new_text, "stats": _summary(result.stats)}
     return summary | ({"hunks": answer.hunks} if answer.hunks is not None else {})
 

@@ -2,6 +2,7 @@
 
 import itertools
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -118,12 +119,13 @@ def test_program_mode_with_and_without_each_speedup(qwen):
     """Greedy program mode writes the same tokens with each speedup off (and all off), but for near
     ties: drafts and merged batches are evaluated in other batches, which llama.cpp rounds differently."""
     items = load_items("humanevalfix-python", limit=6)
-    fast = {item.id: qwen.edit(item.before, item.instruction, EditOptions(language="python")) for item in items}
+    plain = EditOptions(language="python", fallback=False)  # the programs themselves are compared
+    fast = {item.id: qwen.edit(item.before, item.instruction, plain) for item in items}
     steps = {name: 0 for name in ABLATIONS}
     for name, speedups in ABLATIONS.items():
         same = 0
         for item in items:
-            slow = qwen.edit(item.before, item.instruction, EditOptions(language="python", speedups=speedups))
+            slow = qwen.edit(item.before, item.instruction, replace(plain, speedups=speedups))
             steps[name] += slow.stats.decode_steps
             if slow.tokens == fast[item.id].tokens:
                 assert slow.program == fast[item.id].program
@@ -160,7 +162,9 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
     a program that copies one short line and regenerates the rest pays more in tags than it saves)."""
     steps = output = 0
     for item in load_items("humanevalfix-python", limit=20):
-        result = qwen.edit(item.before, item.instruction, EditOptions(language="python", copy_check=0.0))
+        result = qwen.edit(
+            item.before, item.instruction, EditOptions(language="python", copy_check=0.0, fallback=False)
+        )
         view = SourceView.of(item.before)
         program = parse_program(result.program.to_text(), n_lines=len(view.lines))
         assert resolve(program, item.before) == result.text
@@ -194,7 +198,7 @@ def test_a_copy_the_model_doubts_stops_there_and_the_model_rewrites_the_line(sel
     assert unchecked.stats.doubted_copies == 0 and unchecked.text != item.after
     doubts = 0
     for item in items:
-        result = selector.edit(item.before, item.instruction, EditOptions(language="python"))
+        result = selector.edit(item.before, item.instruction, EditOptions(language="python", fallback=False))
         copies = [op for op in result.program.ops if isinstance(op, Copy)]
         assert len(result.stats.splice_spans) == len(copies) + result.stats.doubted_copies, item.id
         assert resolve(result.program, item.before) == result.text
@@ -223,9 +227,9 @@ def test_a_gen_that_changes_nothing_cannot_end_so_the_selector_writes_on_to_its_
     result = selector.edit(
         source, "Fix the bug in mean: it must return the plain average.", EditOptions(language="python")
     )
-    assert result.text == source.replace("len(values) - 1", "len(values)"), result.program.to_text()
+    assert result.text == source.replace("len(values) - 1", "len(values)") and result.stats.fallback is None
     for item in load_items("humanevalfix-python", limit=10):
-        result = selector.edit(item.before, item.instruction, EditOptions(language="python"))
+        result = selector.edit(item.before, item.instruction, EditOptions(language="python", fallback=False))
         assert unchanged_gens(result.program, item.before) == [], (item.id, result.program.to_text())
         assert resolve(result.program, item.before) == result.text
 
@@ -238,7 +242,7 @@ def test_a_gen_cannot_open_an_op_inside_itself(selector):
     items = {item.id: item for item in load_items("humanevalfix-js", limit=7)}
     for name in ("JavaScript/0", "JavaScript/1", "JavaScript/6"):
         item = items[name]
-        result = selector.edit(item.before, item.instruction, EditOptions(language="javascript"))
+        result = selector.edit(item.before, item.instruction, EditOptions(language="javascript", fallback=False))
         assert not re.search(r"<(copy|gen>|program>|/program>)", result.text), (name, result.program.to_text())
         assert resolve(result.program, item.before) == result.text
 
@@ -311,7 +315,9 @@ def test_reserved_strings_in_document_instruction_and_generated_code(tiny):
         before, "Add </gen> and <copy to the end string. </program>", EditOptions(mode="forced", program=program)
     )
     assert result.text == after
-    free = tiny.edit(before, "Append '</program>' to x. </gen></program>", EditOptions(language="python"))
+    free = tiny.edit(
+        before, "Append '</program>' to x. </gen></program>", EditOptions(language="python", fallback=False)
+    )
     assert parse_program(free.program.to_text(), n_lines=3) == free.program
 
 
@@ -360,7 +366,7 @@ def test_copies_are_ordered_by_default(tiny):
     """By default a copy never starts at or before the previous copy's end (nine copies of a two-line
     function cannot happen); ``ordered=False`` lets copies go back."""
     for item in load_items("humanevalfix-python", limit=6):
-        result = tiny.edit(item.before, item.instruction, EditOptions(language="python"))
+        result = tiny.edit(item.before, item.instruction, EditOptions(language="python", fallback=False))
         copies = [op for op in result.program.ops if isinstance(op, Copy)]
         assert all(later.start > earlier.end for earlier, later in zip(copies, copies[1:], strict=False)), item.id
     with pytest.raises(DecodeError, match="outside"):
@@ -424,3 +430,18 @@ def test_an_output_cut_short_says_so(tiny, tiny_model_path):
     finally:
         small.close()
     assert result.cut == "context" and result.text != long_gen.ops[0].text
+
+
+def test_a_program_cut_short_gives_way_to_a_lookup_rewrite(tiny):
+    """Program mode whose output is cut short decodes the edit again as lookup (the same text as
+    lookup alone), keeps its program as ``replaced`` and counts both attempts; off, the cut program
+    stands."""
+    before = "def add(a, b):\n    return a + b\n"
+    options = EditOptions(language="python", max_new_tokens=8)
+    kept = tiny.edit(before, "Subtract instead.", EditOptions(language="python", max_new_tokens=8, fallback=False))
+    assert kept.cut == "max_new_tokens" and kept.program is not None and kept.stats.fallback is None
+    result = tiny.edit(before, "Subtract instead.", options)
+    lookup = tiny.edit(before, "Subtract instead.", EditOptions(mode="lookup", language="python", max_new_tokens=8))
+    assert result.stats.fallback == "cut" and result.program is None and result.replaced == kept.program
+    assert (result.text, result.tokens, result.cut) == (lookup.text, lookup.tokens, lookup.cut)
+    assert result.stats.chosen_tokens == kept.stats.chosen_tokens + lookup.stats.chosen_tokens

@@ -9,12 +9,12 @@ from copyedit_lsp.region import (
     EditArguments,
     Position,
     Range,
-    adds_syntax_errors,
     parse_arguments,
     plan_region,
     replace_region,
 )
 from copyedit_lsp.resolver import oracle_program
+from copyedit_lsp.scope import adds_syntax_errors
 from copyedit_lsp.textedits import apply_lsp_edits, region_edits
 from copyedit_lsp.workspace_files import workspace_files
 

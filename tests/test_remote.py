@@ -134,8 +134,11 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
     copies, same = 0, []
     for item in items:
         # the copy check reads logits a completions server does not return: the local one is off here
-        here = local_decoder.edit(item.before, item.instruction, EditOptions(language=item.language, copy_check=0.0))
-        there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language))
+        # the programs are compared: neither gives way to a rewrite
+        here = local_decoder.edit(
+            item.before, item.instruction, EditOptions(language=item.language, copy_check=0.0, fallback=False)
+        )
+        there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language, fallback=False))
         assert there.program.ops[0] == here.program.ops[0], item.id
         same.append(there.program == here.program and there.text == here.text)
         # a request runs through gens to the next copy: one per copy at least; at most one per op,
@@ -540,3 +543,25 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
 
     formatter = Jinja2ChatFormatter(template=ChatTemplate.CHATML, eos_token="", bos_token="")
     assert out["prompt"] == formatter(messages=program_messages("Probe.", "a\n", splice=True)).prompt + program_prefix()
+
+
+def test_a_program_that_breaks_the_syntax_gives_way_to_a_remote_rewrite():
+    """The server's program leaves out the closing brace: the remote decoder asks for a rewrite,
+    whose code is the result; the program is kept as ``replaced``."""
+    source = "const add = (a, b) => {\n  return a + b;\n}\n"
+    answers = [
+        sse('<copy lines="1-1"/>\n'),
+        sse("<gen>\n  return a - b;\n</gen>\n", "</program>"),
+        sse("const add = (a, b) => {\n  return a - b;\n}\n```\n"),
+    ]
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url))
+        result = decoder.edit(source, "Subtract.", EditOptions(language="javascript"))
+        assert result.text == "const add = (a, b) => {\n  return a - b;\n}\n"
+        assert result.program is None and result.replaced == Program((Copy(1, 1), Gen("  return a - b;\n")))
+        assert result.stats.fallback == "syntax" and result.stats.requests == 3
+        bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
+        assert "grammar" not in bodies[2]  # the rewrite is free text
+    finally:
+        fake.close()

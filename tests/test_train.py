@@ -302,7 +302,8 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
     assert adapters.SHIPPED[selector.name].sha256 == selector.sha256
     assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
     assert selector.name == "qwen2.5-coder-0.5b-v3"
-    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-fixes"):  # the earlier stages: verified, not the default
+    # the earlier stages and the v4 candidate: verified, not the default
+    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-fixes", "qwen2.5-coder-0.5b-v4"):
         earlier = resolve_selector(name, "qwen2.5-coder-0.5b")
         assert earlier is not None and earlier.sha256 == adapters.SHIPPED[name].sha256 != selector.sha256
     assert resolve_selector("default", "smollm2-135m") is None

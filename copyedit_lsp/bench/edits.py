@@ -57,6 +57,7 @@ BASE_MODES: dict[str, dict] = {
     "program": {"mode": "program", "splice": "prefill"},
     "program-none": {"mode": "program", "splice": "none"},
     "program-unchecked": {"mode": "program", "splice": "prefill", "copy_check": 0.0},
+    "program-nofallback": {"mode": "program", "splice": "prefill", "fallback": False},
     "rewrite": {"mode": "rewrite", "splice": "prefill"},
     "lookup": {"mode": "lookup", "splice": "prefill"},
     "forced": {"mode": "forced", "splice": "prefill"},
@@ -101,12 +102,14 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
         "doubted_copies": stats.doubted_copies,
         "tokens": list(result.tokens),
         "cut": result.cut,  # why the output was cut short, if it was
+        "fallback": stats.fallback,  # why program mode's result gave way to a rewrite, if it did
     }
-    if result.program is not None:
-        row["program"] = result.program.to_text()
+    program = result.program or result.replaced  # the model's program, also where a rewrite replaced it
+    if program is not None:
+        row["program"] = program.to_text()
         try:
-            parsed = parse_program(result.program.to_text(), n_lines=len(SourceView.of(item.before).lines))
-            row["parses"] = parsed == result.program
+            parsed = parse_program(program.to_text(), n_lines=len(SourceView.of(item.before).lines))
+            row["parses"] = parsed == program
         except ProgramError:
             row["parses"] = False
         if not stats.requests:  # the local decoder's own measures
@@ -311,6 +314,8 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
             )
         if doubted := sum(r.get("doubted_copies", 0) for r in values):
             entry["doubted_copies"] = doubted
+        if fallbacks := sum(r.get("fallback") is not None for r in values):
+            entry["fallbacks"] = fallbacks
         if local := by_mode.get(REMOTE_REFERENCES.get(name), {}):
             entry |= _against_local(name, mode_rows, local)
         reference = by_mode.get(REFERENCES.get(name), {})
@@ -405,6 +410,12 @@ def _notes(summary: dict[str, dict]) -> list[str]:
         out.append(
             "\nCopies the model's check stopped early: "
             + ", ".join(f"{name} {count} in {summary[name]['items']} edits" for name, count in doubts.items())
+            + "."
+        )
+    if fallbacks := {name: e["fallbacks"] for name, e in summary.items() if "fallbacks" in e}:
+        out.append(
+            "\nGave way to a rewrite (the program cut short, or its text parsing worse than the original): "
+            + ", ".join(f"{name} {count} of {summary[name]['items']} edits" for name, count in fallbacks.items())
             + "."
         )
     if drafting := {name: e["accepted_share"] for name, e in summary.items() if "accepted_share" in e}:

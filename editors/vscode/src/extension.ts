@@ -68,6 +68,7 @@ function readConfig(): logic.Config {
     batchInvariant: config.get<boolean>("batchInvariant"),
     adapter: config.get<string>("adapter"),
     copyCheck: config.get<number>("copyCheck"),
+    fallback: config.get<boolean>("fallback"),
     nCtx: config.get<number>("nCtx"),
     syntaxGuard: config.get<boolean>("syntaxGuard"),
     review: config.get<string>("review"),

@@ -32,6 +32,7 @@ export interface Config {
   batchInvariant?: boolean;
   adapter?: string;
   copyCheck?: number;
+  fallback?: boolean;
   nCtx?: number;
   syntaxGuard?: boolean;
   review?: string;
@@ -52,6 +53,7 @@ export interface ServerSettings {
   batchInvariant?: boolean;
   adapter?: string;
   copyCheck?: number;
+  fallback?: boolean;
   nCtx?: number;
   syntaxGuard?: boolean;
   review?: string;
@@ -75,6 +77,7 @@ export function initializationOptions(config: Config): ServerSettings {
   if (typeof config.copyCheck === "number" && config.copyCheck >= 0 && config.copyCheck < 1) {
     options.copyCheck = config.copyCheck;
   }
+  if (typeof config.fallback === "boolean") options.fallback = config.fallback;
   if (Number.isInteger(config.nCtx) && (config.nCtx as number) >= 0) options.nCtx = config.nCtx; // 0: sized to each edit
   if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
   if (config.review) options.review = config.review;
@@ -155,7 +158,9 @@ export function summary(command: string, result: unknown): string | undefined {
     const ops = Number(stats.ops) > 0 ? `${plural(Number(stats.ops), "op")}, ` : ""; // rewrite mode has none
     // a remote server's copies are prefix-cache hits it does not count: its requests instead
     const copied = Number(stats.requests) > 0 ? plural(Number(stats.requests), "request") : `${Number(stats.splicedTokens)} copied`;
-    const figures = `${ops}${copied} / ${Number(stats.generatedTokens)} generated, ${Number(stats.seconds).toFixed(1)} s`;
+    // program mode's program gave way to a rewrite by the base model (stats.fallback says why)
+    const rewritten = typeof stats.fallback === "string" ? `, rewritten (program ${stats.fallback === "cut" ? "cut short" : "broke the syntax"})` : "";
+    const figures = `${ops}${copied} / ${Number(stats.generatedTokens)} generated, ${Number(stats.seconds).toFixed(1)} s${rewritten}`;
     return r.applied === false ? `${figures}, not applied` : figures;
   }
   return undefined;

@@ -37,6 +37,7 @@ describe("settings -> initializationOptions", () => {
       batchInvariant: true,
       adapter: "none",
       copyCheck: 0,
+      fallback: false,
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -48,6 +49,7 @@ describe("settings -> initializationOptions", () => {
       batchInvariant: true,
       adapter: "none",
       copyCheck: 0,
+      fallback: false,
       nCtx: 8192,
       syntaxGuard: false,
     });
@@ -86,6 +88,7 @@ describe("settings -> initializationOptions", () => {
       batchInvariant: properties["copyedit.batchInvariant"].default as boolean,
       adapter: properties["copyedit.adapter"].default as string,
       copyCheck: properties["copyedit.copyCheck"].default as number,
+      fallback: properties["copyedit.fallback"].default as boolean,
       nCtx: properties["copyedit.nCtx"].default as number,
       syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
       review: properties["copyedit.review"].default as string,
@@ -194,6 +197,10 @@ describe("status text", () => {
       "not applied (the result has more syntax errors)",
     );
     assert.equal(logic.summary(logic.EDIT, { applied: false, stats: STATS }), "12 ops, 240 copied / 35 generated, 1.8 s, not applied");
+    assert.equal(
+      logic.summary(logic.EDIT, { applied: true, stats: { ...STATS, fallback: "syntax" } }),
+      "12 ops, 240 copied / 35 generated, 1.8 s, rewritten (program broke the syntax)",
+    );
   });
 
   test("rewrite mode has no ops", () => {

@@ -458,6 +458,9 @@ local function describe(result)
         tonumber(s.seconds) or 0
       )
     )
+    if type(s.fallback) == 'string' then -- program mode's program gave way to a rewrite by the base model
+      table.insert(parts, 'rewritten (program ' .. (s.fallback == 'cut' and 'cut short' or 'broke the syntax') .. ')')
+    end
   end
   return table.concat(parts, '; ')
 end

@@ -1,0 +1,69 @@
+"""The edit contract's fallback, on a scripted editor (plumbing: which attempt's text and figures
+come back); the real decoders' fallback is tested in test_decoder.py."""
+
+from dataclasses import dataclass, field
+
+from copyedit_lsp.edit import EditOptions, EditResult, EditStats, fall_back
+from copyedit_lsp.program import Copy, Gen, Program
+
+BEFORE = "const add = (a, b) => {\n  return a + b;\n}\n"
+UNBALANCED = "const add = (a, b) => {\n  return a - b;\n"  # the closing brace left out
+BALANCED = "const add = (a, b) => {\n  return a - b;\n}\n"
+
+
+@dataclass
+class ScriptedRewrite:
+    """An editor whose rewrites return ``text``, recording what it was asked."""
+
+    text: str
+    calls: list = field(default_factory=list)
+
+    def warm(self, options: EditOptions) -> None:
+        self.calls.append(("warm", options))
+
+    def edit(self, source, instruction, options=EditOptions(), *, stop=None, on_progress=None) -> EditResult:
+        self.calls.append(("edit", options))
+        return EditResult(None, self.text, EditStats(mode=options.mode, decode_steps=7, total_seconds=0.5), (1, 2))
+
+    def close(self) -> None:
+        pass
+
+
+def program_result(text: str, cut: str | None = None) -> EditResult:
+    program = Program((Copy(1, 1), Gen("  return a - b;\n")))
+    return EditResult(program, text, EditStats(decode_steps=3, spliced_tokens=9, total_seconds=0.25), cut=cut)
+
+
+def test_a_program_that_parses_worse_gives_way_to_the_rewrite_with_both_costs():
+    editor = ScriptedRewrite(BALANCED)
+    first = program_result(UNBALANCED)
+    options = EditOptions(language="javascript", examples="none", max_new_tokens=99)
+    result = fall_back(editor, first, BEFORE, "Subtract.", options, mode="lookup")
+    assert (result.text, result.program, result.replaced) == (BALANCED, None, first.program)
+    assert result.stats.fallback == "syntax" and result.stats.mode == "program"
+    assert (result.stats.decode_steps, result.stats.spliced_tokens) == (10, 9)
+    assert result.stats.total_seconds >= 0.25 and result.tokens == (1, 2)
+    (_, warmed), (_, asked) = editor.calls
+    assert warmed == asked and asked.mode == "lookup" and asked.examples is None  # the rewrite's own prompt
+    assert not asked.fallback and asked.max_new_tokens == 99 and asked.language == "javascript"
+
+
+def test_a_program_cut_short_gives_way_too():
+    editor = ScriptedRewrite(BALANCED)
+    result = fall_back(
+        editor, program_result(BALANCED, cut="max_new_tokens"), BEFORE, "Subtract.", EditOptions(), mode="lookup"
+    )
+    assert result.stats.fallback == "cut" and result.text == BALANCED and result.cut is None
+
+
+def test_a_sound_program_an_unknown_language_or_fallback_off_keep_the_programs_text():
+    editor = ScriptedRewrite(BALANCED)
+    sound = program_result(BALANCED)
+    assert fall_back(editor, sound, BEFORE, "Subtract.", EditOptions(language="javascript"), mode="lookup") is sound
+    broken = program_result(UNBALANCED)
+    assert fall_back(editor, broken, BEFORE, "Subtract.", EditOptions(language="cobol"), mode="lookup") is broken
+    off = EditOptions(language="javascript", fallback=False)
+    assert fall_back(editor, broken, BEFORE, "Subtract.", off, mode="lookup") is broken
+    rewrite = EditOptions(mode="rewrite", language="javascript")
+    assert fall_back(editor, broken, BEFORE, "Subtract.", rewrite, mode="lookup") is broken
+    assert editor.calls == []
