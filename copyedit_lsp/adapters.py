@@ -36,7 +36,15 @@ class ShippedAdapter:
 
 
 SHIPPED: dict[str, ShippedAdapter] = {
-    # The default (the first entry of a model is): v2 and two later stages (the chain is on its card).
+    # The default (the first entry of a model is): v4, v3 and a fourth stage, 60% JavaScript (the chain
+    # from v2 is on the cards)
+    "qwen2.5-coder-0.5b-v4": ShippedAdapter(
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-0.5b-v4.gguf",
+        "6e897c24fa300d618b1d96d0a0f3bf147b538e3a246ec030ad9a2fff24d4dc4b",
+        "none",
+    ),
+    # v2 and two later stages, the default before v4
     "qwen2.5-coder-0.5b-v3": ShippedAdapter(
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b-v3.gguf",
@@ -55,13 +63,6 @@ SHIPPED: dict[str, ShippedAdapter] = {
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b-fixes.gguf",
         "4e8b7f9bedcca0e1947badf738bef459aec95659f69dc9507b1d05ddeb689ce6",
-        "none",
-    ),
-    # v3 and a fourth stage, 60% JavaScript: a candidate (Python not measured yet)
-    "qwen2.5-coder-0.5b-v4": ShippedAdapter(
-        "qwen2.5-coder-0.5b",
-        "qwen2.5-coder-0.5b-v4.gguf",
-        "6e897c24fa300d618b1d96d0a0f3bf147b538e3a246ec030ad9a2fff24d4dc4b",
         "none",
     ),
 }

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixes import fix_problems
 from lsprotocol import types
 
 from copyedit_lsp.textedits import apply_lsp_edits
@@ -223,8 +224,9 @@ end
     above, below = ABOVE.count("\n"), BELOW.count("\n")
     assert after[:above] == before[:above]
     assert after[len(after) - below :] == before[len(before) - below :]
-    # the shipped selector fixes the bug: the buggy line is the one line that changes
-    assert buffer_text(after) == buffer_text(before).replace("len(items) - 1\n", "len(items)\n")
+    # the shipped selector fixes the bug, the docstring and every other line kept
+    prices = ([{"price": 2}, {"price": 4}],)
+    assert fix_problems(buffer_text(before), buffer_text(after), "average_price", prices, 3.0) == []
     assert seen["modified"] and any("applied" in n["message"] for n in seen["notifications"])
     # reviewed (the default): one hunk, taken with `a`
     assert seen["review"]["hunks"] == 1 and seen["review"]["taken"] == [1] and result["hunks"] == [1]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from fixes import fix_problems
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -185,8 +186,8 @@ async def test_edit_applies_minimal_versioned_edits_equal_to_the_decoders_result
     assert all(n["uri"] == uri for n in notices) and notices[-1]["ops"] == len(notices) - 1 == result["stats"]["ops"]
     program = Program(tuple(op_of(n["op"], first_line=0) for n in notices[:-1]))
     assert resolve(program, "".join(split_lines(text)[:6])) == "".join(split_lines(result["text"])[:6])
-    # the default selector fixes the bug: the one buggy line is the one line the edit replaces
-    assert result["text"] == text.replace("len(values) - 1\n", "len(values)\n", 1) and result["edits"] == 1
+    # the default selector fixes the bug in one place, the docstring and the rest of the file kept
+    assert fix_problems(text, result["text"], "mean", ([1, 2, 6],), 3.0) == [] and result["edits"] == 1
     (params,) = qwen.applied
     (change,) = params.edit.document_changes
     assert change.text_document.uri == uri and change.text_document.version == 7

@@ -301,9 +301,9 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
     assert selector is not None and selector.path.is_file()
     assert adapters.SHIPPED[selector.name].sha256 == selector.sha256
     assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
-    assert selector.name == "qwen2.5-coder-0.5b-v3"
-    # the earlier stages and the v4 candidate: verified, not the default
-    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-fixes", "qwen2.5-coder-0.5b-v4"):
+    assert selector.name == "qwen2.5-coder-0.5b-v4"
+    # the earlier stages: verified, not the default
+    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-fixes", "qwen2.5-coder-0.5b-v3"):
         earlier = resolve_selector(name, "qwen2.5-coder-0.5b")
         assert earlier is not None and earlier.sha256 == adapters.SHIPPED[name].sha256 != selector.sha256
     assert resolve_selector("default", "smollm2-135m") is None

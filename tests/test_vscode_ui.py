@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixes import fix_problems
 from test_nvim import TWO_BUGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,10 +144,10 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
     server_log = log.read_text() if log.exists() else ""
     assert seen.get("ok"), (seen.get("error"), driven.stderr[-2000:], seen.get("steps"), server_log[-3000:])
 
-    # rejected, then accepted: the file is the fix, which only the one buggy line holds
+    # rejected, then accepted: the file is the fix (mean right, its docstring and variance kept)
     applied = [line for line in server_log.splitlines() if "workspace/applyEdit" in line and ": applied: " in line]
     assert "applied: false" in applied[0] and "applied: true" in applied[1], applied
-    assert (workspace / "stats.py").read_text() == STATS.replace("len(values) - 1\n", "len(values)\n", 1)
+    assert fix_problems(STATS, (workspace / "stats.py").read_text(), "mean", ([1, 2, 6],), 3.0) == []
     # two hunks proposed, the first taken: the file changed in exactly one place, the first function
     assert "hunks taken: [1]" in applied[2], applied
     shop = (workspace / "shop.py").read_text()

@@ -9,6 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from ..live import OP_NOTIFICATION
 from ..scope import language_for
 
 
@@ -41,6 +42,10 @@ class ServerSession:
                 message = value.get("message") or value.get("title") or ""
                 end = "\n" if value.get("kind") == "end" else ""
                 print(f"\r\x1b[2K[{value.get('kind')}] {message}", end=end, file=sys.stderr, flush=True)
+
+        @client.feature(OP_NOTIFICATION)
+        def live_op(params: object) -> None:
+            """The live view's ops: nothing to draw here (unhandled, pygls would warn of each)."""
 
         @client.feature(types.WINDOW_SHOW_MESSAGE)
         def show_message(params: types.ShowMessageParams) -> None:
