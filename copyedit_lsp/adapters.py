@@ -65,6 +65,13 @@ SHIPPED: dict[str, ShippedAdapter] = {
         "4e8b7f9bedcca0e1947badf738bef459aec95659f69dc9507b1d05ddeb689ce6",
         "none",
     ),
+    # the 1.5B model's default: one stage with intent instructions and its own distilled fixes
+    "qwen2.5-coder-1.5b": ShippedAdapter(
+        "qwen2.5-coder-1.5b",
+        "qwen2.5-coder-1.5b.gguf",
+        "9e8e30aa9977dacc9a4786812ebc40f828da39c144fb286eac562d7ba864fb8c",
+        "none",
+    ),
 }
 
 

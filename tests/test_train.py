@@ -307,6 +307,9 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
         earlier = resolve_selector(name, "qwen2.5-coder-0.5b")
         assert earlier is not None and earlier.sha256 == adapters.SHIPPED[name].sha256 != selector.sha256
     assert resolve_selector("default", "smollm2-135m") is None
+    larger = resolve_selector("default", "qwen2.5-coder-1.5b")  # verified by its sha256, like the others
+    assert larger is not None and larger.name == "qwen2.5-coder-1.5b" and larger.model == "qwen2.5-coder-1.5b"
+    assert larger.sha256 == adapters.SHIPPED["qwen2.5-coder-1.5b"].sha256
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)
     try:
         assert decoder.selector == selector
