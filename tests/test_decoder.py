@@ -190,9 +190,9 @@ def selector(default_model_path):
 def test_a_copy_the_model_doubts_stops_there_and_the_model_rewrites_the_line(selector):
     """With the shipped selector: the copy over the buggy line of HumanEvalFix Python/8 is cut
     before that line and the model writes a fix that passes the item's tests (with the check off
-    it copies the bug, and they fail); on 10
-    items every copy the check cut was spliced once more up to the doubted line or dropped, so
-    the splices number the program's copies plus the doubts, and programs still resolve."""
+    it copies the bug, and they fail); on 10 items every copy the check cut was spliced once more
+    up to the doubted line or dropped, so the splices number the program's copies plus the doubts,
+    and programs still resolve."""
     items = load_items("humanevalfix-python", limit=10)
     item = next(i for i in items if i.id == "Python/8")
     checked = selector.edit(item.before, item.instruction, EditOptions(language="python"))
