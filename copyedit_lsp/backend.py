@@ -269,13 +269,26 @@ class Backend:
         of every token from that index on (``(len(tokens) - logits_from, n_vocab)``): the output
         layer runs only for the rows asked for.
         """
+        first = len(tokens) - 1 if logits_from is None else logits_from
+        block = self._decode(tokens, [index >= first for index in range(len(tokens))])
+        return block[-1] if logits_from is None else block
+
+    def eval_rows(self, tokens: Sequence[int], wanted: Sequence[bool]) -> list[np.ndarray | None]:
+        """Evaluate ``tokens`` like :meth:`eval`; the logits after each token where ``wanted`` says
+        so, else None (the output layer, a whole vocabulary per row, runs only for those)."""
+        block = iter(self._decode(tokens, wanted))
+        return [next(block) if want else None for want in wanted]
+
+    def _decode(self, tokens: Sequence[int], wanted: Sequence[bool]) -> np.ndarray:
+        """Evaluate ``tokens`` in batches of n_batch; the logits of the ``wanted`` rows, in order,
+        copied once into one array."""
         if not tokens:
             raise BackendError("nothing to evaluate")
         if len(self.cached) + len(tokens) > self.n_ctx:
             raise BackendError(f"the context of {self.n_ctx} tokens is full")
         C = self._C
-        first = len(tokens) - 1 if logits_from is None else logits_from
-        rows = []
+        block = np.empty((sum(map(bool, wanted)), self.n_vocab), dtype=np.float32)
+        filled = 0
         started = time.perf_counter()
         for offset in range(0, len(tokens), self.n_batch):
             chunk = tokens[offset : offset + self.n_batch]
@@ -287,18 +300,20 @@ class Backend:
                 batch.pos[i] = base + i
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = 0
-                batch.logits[i] = offset + i >= first
+                batch.logits[i] = bool(wanted[offset + i])
             status = C.llama_decode(self._ctx, batch)
             if status != 0:
                 raise BackendError(f"llama_decode failed with status {status}")
             self.cached.extend(chunk)
             self.counters.calls += 1
-            for i in range(max(first - offset, 0), len(chunk)):
-                pointer = C.llama_get_logits_ith(self._ctx, i)
-                rows.append(np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy())
+            for i in range(len(chunk)):
+                if wanted[offset + i]:
+                    pointer = C.llama_get_logits_ith(self._ctx, i)
+                    block[filled] = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+                    filled += 1
         self.counters.tokens += len(tokens)
         self.counters.seconds += time.perf_counter() - started
-        return rows[-1] if logits_from is None else np.stack(rows)
+        return block
 
     def snapshot(self) -> Snapshot:
         """The KV cache's contents, to :meth:`restore` later (a second cached prompt prefix)."""

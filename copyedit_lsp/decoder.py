@@ -48,6 +48,7 @@ from .edit import (
     fall_back,
     fence_at,
     fixed_prefix,
+    repeating,
     repeats_input,
     replaced_through,
     rewritten_text,
@@ -288,6 +289,9 @@ class Decoder:
                 text, ended, reopened = gen.text, gen.ended, gen.reopened
                 if text:
                     ops.append(Gen(text))
+                    if target is None and repeating(ops):
+                        run.cut = run.cut or "repeated"
+                        break
                     if target is None:
                         through = replaced_through(view, text, doubted, after)
                         if options.ordered and through == n:

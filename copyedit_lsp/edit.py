@@ -348,6 +348,17 @@ def decoded_program(ops: list[Op], source: str) -> Program:
     return Program(tuple(fixed))
 
 
+def repeating(ops: Sequence[Op], times: int = 3, longest: int = 4) -> bool:
+    """Whether ``ops`` end with one run of at most ``longest`` ops written ``times`` times over: a
+    model caught in a loop (``i += 1``, ``end = i``, again and again) that would write on until its
+    budget is spent.  Ordered copies never repeat, so such a run is gens."""
+    for period in range(1, longest + 1):
+        tail = ops[len(ops) - times * period :] if len(ops) >= times * period else ()
+        if tail and all(op == tail[index % period] for index, op in enumerate(tail)):
+            return True
+    return False
+
+
 def repeats_input(view: SourceView, body: str, line: int) -> bool:
     """Whether a gen body of whole lines ``body`` (as the model writes it), written where input line
     ``line`` comes next, only repeats the input lines from there and stops short of the last one.

@@ -38,6 +38,7 @@ from .edit import (
     fall_back,
     fence_at,
     fixed_prefix,
+    repeating,
     repeats_input,
     replaced_through,
     rewritten_text,
@@ -414,6 +415,9 @@ class RemoteDecoder:
                         prompt += view.span(op.start, op.end)
                         stats.splice_calls += 1
                 elif isinstance(op, Gen) and target is None:
+                    if repeating(ops):
+                        cut, done = "repeated", True
+                        break
                     through = replaced_through(view, op.text, None, after)
                     ended = ended or (options.ordered and through == n)  # the gen wrote out the input's last line
                     after = max(after, through + 1)

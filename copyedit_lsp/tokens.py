@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from .backend import Backend
 
 
-CHECK_CHUNK = 256  # copied tokens evaluated with their logits at a time (a row is the whole vocabulary)
+# Copied tokens the copy check evaluates at a time, with logits before each judged one: on CPU a
+# batch of 64 costs per token what one of 256 does, and a doubt throws away the rest of its batch.
+CHECK_CHUNK = 64
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ class TokenRun:
         self.pending_splice = 0  # how many pending tokens are spliced text
         self.logits: np.ndarray | None = None  # after the last cached token, valid when nothing is pending
         self.ahead: list[int] = []  # drafted tokens in the cache past the current position
-        self.ahead_logits: list[np.ndarray] = []  # the logits after each of them
+        self.ahead_logits: list[np.ndarray | None] = []  # the logits after each of them (None: not asked for)
         self.budget = 0  # tokens this edit may choose
         self.cut: str | None = None  # why the output was cut short (edit.CUTS), if it was
 
@@ -220,9 +222,9 @@ class TokenRun:
     def checked_splice(
         self, tokens: Sequence[int], doubts: Callable[[np.ndarray, int], bool], checked: Sequence[bool]
     ) -> int | None:
-        """A closed copy's lines evaluated in batches of :data:`CHECK_CHUNK` with logits at every
-        position, each batch's tokens taken while the model does not ``doubt`` them
-        (``doubts(logits, token)``, where ``checked``) before the next is evaluated; return the index
+        """A closed copy's lines evaluated in batches of :data:`CHECK_CHUNK` with logits before
+        every ``checked`` token and after the last, each batch's tokens taken while the model does
+        not ``doubt`` them (``doubts(logits, token)``) before the next is evaluated; return the index
         of the first doubted token (it and the rest of its batch stay ahead of the current position,
         the rest of the copy is never evaluated), or None when all were taken."""
         if self.ahead:
@@ -231,11 +233,12 @@ class TokenRun:
         for offset in range(0, len(tokens), CHECK_CHUNK):
             chunk = tokens[offset : offset + CHECK_CHUNK]
             self.pending_splice = len(chunk)
-            self._eval(chunk)
+            self._eval(chunk, checked[offset : offset + CHECK_CHUNK])
             for index, token in enumerate(chunk, offset):
-                assert self.logits is not None
-                if checked[index] and doubts(self.logits, token):
-                    return index
+                if checked[index]:
+                    assert self.logits is not None, "a judged token's row is asked for"
+                    if doubts(self.logits, token):
+                        return index
                 self.ahead.pop(0)
                 self.logits = self.ahead_logits.pop(0)
         return None
@@ -274,7 +277,10 @@ class TokenRun:
             self.stats.drafted_tokens += len(tokens)
             self._eval(tokens)
 
-    def _eval(self, draft: Sequence[int]) -> None:
+    def _eval(self, draft: Sequence[int], judged: Sequence[bool] | None = None) -> None:
+        """Evaluate the pending tokens and ``draft``, with logits after the last pending token and
+        after each drafted one; with ``judged``, only where the next drafted token is ``judged``,
+        and after the last."""
         self.watch.check_stop()
         if not self.pending and self.logits is None:  # the last token was taken back: evaluate it again
             self.pending = [self.backend.cached[-1]]
@@ -284,7 +290,11 @@ class TokenRun:
             raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
         started = time.perf_counter()
         calls = self.backend.counters.calls
-        rows = list(self.backend.eval(tokens, logits_from=max(len(self.pending) - 1, 0)))
+        first = max(len(self.pending) - 1, 0)  # the first row: after the last pending token, else the first drafted
+        wanted = [index >= first for index in range(len(tokens))]
+        if judged is not None:  # a row is wanted where the token after it is judged, and the last
+            wanted[first:-1] = judged if self.pending else judged[1:]
+        rows = self.backend.eval_rows(tokens, wanted)[first:]
         if self.pending:
             self.logits = rows.pop(0)
         self.ahead, self.ahead_logits = list(draft), rows

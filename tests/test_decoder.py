@@ -409,6 +409,24 @@ def test_a_restored_snapshot_gives_the_same_logits(tiny):
     np.testing.assert_array_equal(backend.eval(backend.tokenize(" #")), expected)
 
 
+def test_rows_asked_for_are_the_rows_of_a_full_evaluation(tiny):
+    """The copy check asks llama.cpp for logits only before the tokens it judges (a row is the
+    whole vocabulary): those rows are the ones every row would give, the others None."""
+    backend = tiny.backend
+    prompt = backend.tokenize("def add(a, b):\n")
+    tokens = backend.tokenize("    total = a + b\n    return total\n")
+    backend.prefill(prompt)
+    full = backend.eval(tokens, logits_from=0)
+    backend.truncate(len(prompt))
+    wanted = [index % 3 == 1 or index == len(tokens) - 1 for index in range(len(tokens))]
+    rows = backend.eval_rows(tokens, wanted)
+    assert backend.cached == prompt + tokens
+    assert [row is not None for row in rows] == wanted
+    for row, expected in zip(rows, full, strict=True):
+        if row is not None:
+            np.testing.assert_allclose(row, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_the_vocabulary_alone_tokenizes_like_the_model(tiny, tiny_model_path):
     vocabulary = Vocabulary(tiny_model_path)
     text = 'def f(x):\r\n    return "<copy lines=\\"1-2\\"/>" + 日本\n'

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from copyedit_lsp.edit import COPY_CHECK, EditOptions, repeats_input, replaced_through
+from copyedit_lsp.edit import COPY_CHECK, EditOptions, repeating, repeats_input, replaced_through
+from copyedit_lsp.program import Copy, Gen
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.tokens import UNESCAPED_OPENINGS, CopyCheck, OpeningMask, ProgramTokens, reopening
 
@@ -108,6 +109,20 @@ def test_a_gen_that_only_repeats_the_input_after_the_last_op_changes_nothing():
     assert not repeats_input(view, "        best = min(best, n)\n    return best\n", 7)
     assert replaced_through(view, "        best = min(best, n)\n    return best\n", None, first=7) == 8
     assert replaced_through(view, "\n\n", None, first=2) == 3  # blank lines repeated stand in for them
+
+
+def test_a_program_caught_in_a_loop_of_gens_is_seen_at_the_third_round():
+    """The loop a whole-file program fell into (two gens, again and again until the budget ran
+    out) is caught once its run is written three times, for runs of up to four ops; twice is not a
+    loop, nor are gens that differ or runs broken by a copy."""
+    step, end, other = Gen("            i += 1\n"), Gen("            end = i\n"), Gen("    return x\n")
+    assert repeating([other, step, end, step, end, step, end])
+    assert not repeating([other, step, end, step, end, step])
+    assert repeating([step, step, step]) and not repeating([step, step])
+    assert repeating([Copy(1, 2), *[step, end, other, Gen("\n")] * 3])
+    assert not repeating([*[step, end, other, Gen("\n"), Gen("x\n")] * 3])  # a run of five
+    assert not repeating([step, Copy(3, 4), step, Copy(5, 6), step])
+    assert not repeating([other, Gen("            i += 2\n"), end, step, end, step, end])
 
 
 def test_a_gen_that_opens_by_repeating_the_input_rewrites_it_line_for_line():
