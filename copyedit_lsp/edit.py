@@ -352,9 +352,9 @@ def repeating(ops: Sequence[Op], times: int = 3, longest: int = 4) -> bool:
     """Whether ``ops`` end with one run of at most ``longest`` ops written ``times`` times over: a
     model caught in a loop (``i += 1``, ``end = i``, again and again) that would write on until its
     budget is spent.  Ordered copies never repeat, so such a run is gens."""
-    for period in range(1, longest + 1):
-        tail = ops[len(ops) - times * period :] if len(ops) >= times * period else ()
-        if tail and all(op == tail[index % period] for index, op in enumerate(tail)):
+    for period in range(1, min(longest, len(ops) // times) + 1):
+        tail = ops[-times * period :]
+        if all(op == tail[index % period] for index, op in enumerate(tail)):
             return True
     return False
 

@@ -8,6 +8,12 @@ reported, and a body is taken as declared only if it is JSON; otherwise as the f
 between the header and the next header (so a message with a wrong length is still read).  A JSON body holds no raw line break, so a header inside
 a declared body means the length was wrong.  Bytes no header frames are dropped, and each drop
 is reported once, in a short line; no state carries into the next message.
+
+A body is parsed without recursion past :data:`MAX_DEPTH` levels: values nested deeper are cut to
+``null`` before the parse (a vectorised scan, so a million brackets cost milliseconds) and the
+message says it was cut, so the server can refuse it with the request's own id.  A framed body that
+is not JSON, not UTF-8, or holds a lone surrogate is reported as :class:`Unparsed` (JSON-RPC's
+parse error), never raised.
 """
 
 from __future__ import annotations
@@ -22,12 +28,21 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import numpy as np
+
 HEADER = re.compile(
     rb"content-length[ \t]*:[ \t]*([^\r\n]*)\r?\n(?:[!-9;-~]+[ \t]*:[^\r\n]*\r?\n)*\r?\n", re.IGNORECASE
 )
 OTHER_HEADERS = re.compile(rb"(?:[!-9;-~]+[ \t]*:[^\r\n]*\r?\n)+")
 MAX_MESSAGE_BYTES = 64 << 20  # a message's body; the server refuses documents past maxFileBytes anyway
 BODY_TIMEOUT = 1.0  # seconds a declared body may take to arrive before what came is taken as it is
+MAX_DEPTH = 128  # levels of arrays and objects a message may nest; VS Code's initialize nests 9
+STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate, maybe half of a pair
+SCAN_CHUNK = 1 << 22  # bytes the depth scan holds at once
+_STEP = np.zeros(256, np.int8)  # a structural byte's change of depth
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
 
 
 class MessageFramer:
@@ -47,8 +62,9 @@ class MessageFramer:
     def feed(self, data: bytes) -> None:
         self.buffer += data
 
-    def messages(self, *, flush: bool = False) -> Iterator[Message | str]:
-        """The messages the buffer holds, as their parsed JSON, and why bytes were dropped (str).
+    def messages(self, *, flush: bool = False) -> Iterator[Message | Unparsed | str]:
+        """The messages the buffer holds, as their parsed JSON, the framed bodies that do not parse
+        (:class:`Unparsed`), and why bytes were dropped (str).
 
         ``flush``: no more bytes are coming soon, so a body still short of its length is taken
         as it is and unframed bytes are dropped."""
@@ -77,7 +93,7 @@ class MessageFramer:
                     return
                 stop = following.start() if following else len(self.buffer)
                 del self.buffer[:stop]
-                yield f"dropped a message with Content-Length {value[:24]!r} whose body is not JSON ({stop - start} bytes)"
+                yield Unparsed(f"a body of {stop - start} bytes (Content-Length {value[:24]!r}) is not UTF-8 JSON")
                 continue
             message, stop = taken
             del self.buffer[:stop]
@@ -90,18 +106,19 @@ class MessageFramer:
         else the first JSON value before ``limit`` (the next header or the end of the buffer)."""
         if end <= limit:
             try:
-                return Message(json.loads(self.buffer[start:end])), end
+                return parse(bytes(self.buffer[start:end])), end
             except ValueError:  # UnicodeDecodeError is one
                 pass
         text = bytes(self.buffer[start:limit])
         stripped = text.lstrip()
         decoded = stripped.decode("utf-8", errors="surrogateescape")  # garbage may follow the value
         try:
-            data, length = json.JSONDecoder().raw_decode(decoded)
+            length = json.JSONDecoder().raw_decode(decoded)[1]  # where the value ends
             used = len(decoded[:length].encode("utf-8"))  # strict: the value itself must be UTF-8
-        except (ValueError, UnicodeEncodeError):
+            message = parse(stripped[:used])
+        except (ValueError, UnicodeEncodeError, RecursionError):  # raw_decode recurses: deep is refused
             return None
-        return Message(data), start + len(text) - len(stripped) + used
+        return message, start + len(text) - len(stripped) + used
 
     def _unframed(self, flush: bool) -> Iterator[str]:
         """Bytes with no header: the tail kept while a header may still be arriving, the rest dropped."""
@@ -116,9 +133,64 @@ class MessageFramer:
 
 @dataclass(frozen=True)
 class Message:
-    """One framed message: its JSON value (a JSON-RPC message if it is an object)."""
+    """One framed message: its JSON value (a JSON-RPC message if it is an object); ``cut``: values
+    nested past :data:`MAX_DEPTH` were replaced by ``null``."""
 
     data: object
+    cut: bool = False
+
+
+@dataclass(frozen=True)
+class Unparsed:
+    """A framed body that is not a JSON text in UTF-8: why, for the log and the parse error."""
+
+    why: str
+
+
+def parse(body: bytes) -> Message:
+    """A body's JSON value, strictly (UTF-8, no NaN, no lone surrogate, no recursion past
+    :data:`MAX_DEPTH`); ValueError if it is not JSON."""
+    bounded, cut = _cut_deep(body)
+    data = json.loads(bounded.decode("utf-8"), parse_constant=_not_json)
+    _check_text(bounded, data)
+    return Message(data, cut)
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _check_text(body: bytes, data: object) -> None:
+    """ValueError if ``data`` holds a string no UTF-8 can carry (an escaped lone surrogate)."""
+    if LONE_SURROGATE.search(body):
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate") from None
+
+
+def _cut_deep(body: bytes) -> tuple[bytes, bool]:
+    """``body`` with each value nested past :data:`MAX_DEPTH` replaced by ``null``, and whether
+    any was; ValueError where the brackets do not balance."""
+    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
+        return body, False
+    masked = STRING.sub(lambda string: b'"' + b" " * (len(string.group()) - 2) + b'"', body)  # same offsets
+    opens, closes, level = [], [], 0
+    for at in range(0, len(masked), SCAN_CHUNK):
+        steps = _STEP[np.frombuffer(masked, np.uint8, count=min(SCAN_CHUNK, len(masked) - at), offset=at)]
+        depth = level + np.cumsum(steps, dtype=np.int64)
+        opens += (at + np.flatnonzero((steps == 1) & (depth == MAX_DEPTH + 1))).tolist()
+        closes += (at + np.flatnonzero((steps == -1) & (depth == MAX_DEPTH))).tolist()
+        level = int(depth[-1])
+    if not opens:
+        return body, False
+    if len(opens) != len(closes) or any(close < open_ for open_, close in zip(opens, closes, strict=True)):
+        raise ValueError("brackets that do not balance")
+    pieces, start = [], 0
+    for open_, close in zip(opens, closes, strict=True):
+        pieces += [body[start:open_], b"null"]
+        start = close + 1
+    return b"".join([*pieces, body[start:]]), True
 
 
 Read = Callable[[], Awaitable[bytes]]  # the next chunk of a byte stream; b"" at its end
@@ -145,12 +217,12 @@ def thread_reader(stream: BinaryIO) -> Read:
 
 
 async def read_messages(
-    read: Read, handle: Callable[[object], None], stop: threading.Event, log: logging.Logger
+    read: Read, handle: Callable[[Message | Unparsed], None], stop: threading.Event, log: logging.Logger
 ) -> None:
     """Frame the bytes ``read`` gives (stdin through :func:`thread_reader`, a TCP connection's
-    ``StreamReader.read``) and pass each message's JSON to ``handle`` until the stream ends or
-    ``stop``; a body still short of its length after :data:`BODY_TIMEOUT` seconds without new
-    bytes is taken as it is."""
+    ``StreamReader.read``) and pass each message (or body that does not parse) to ``handle`` until
+    the stream ends or ``stop``; a body still short of its length after :data:`BODY_TIMEOUT`
+    seconds without new bytes is taken as it is.  Nothing ``handle`` raises stops the reading."""
     framer = MessageFramer()
     while not stop.is_set():
         try:
@@ -164,5 +236,8 @@ async def read_messages(
         for item in framer.messages(flush=chunk is None):
             if isinstance(item, str):
                 log.warning("%s", item)
-            else:
-                handle(item.data)
+                continue
+            try:
+                handle(item)
+            except Exception:  # RecursionError and MemoryError included: the next message is read
+                log.exception("a message could not be handled")

@@ -17,15 +17,18 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, get_args
 from urllib.parse import unquote
 
 import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
+    JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
+    JsonRpcMethodNotFound,
+    JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
 from pygls.io_ import StdoutWriter
@@ -38,7 +41,7 @@ from .actions import Diagnostic, list_actions
 from .config import Settings, updated
 from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
 from .engine import Engine
-from .framing import read_messages, thread_reader
+from .framing import MAX_DEPTH, Message, Unparsed, read_messages, thread_reader
 from .live import OP_NOTIFICATION, LiveOps
 from .region import (
     DOCUMENT_CHANGED,
@@ -94,11 +97,29 @@ class CopyeditProtocol(LanguageServerProtocol):
     def get_result_type(self, method: str):
         return types.METHOD_TO_TYPES.get(method, (None, None))[1]
 
-    def receive(self, data: object) -> None:
-        """One framed message's JSON (:mod:`~copyedit_lsp.framing`): structured and handled, or
-        answered with the error that says why not."""
-        if not isinstance(data, dict):
-            log.warning("a message that is not a JSON object: %.80r", data)
+    def receive(self, item: Message | Unparsed) -> None:
+        """One framed message (:mod:`~copyedit_lsp.framing`): structured and handled, or answered
+        with the JSON-RPC error that says why not (a notification that cannot be is logged)."""
+        if isinstance(item, Unparsed):
+            log.warning("%s", item.why)
+            self._reply(None, JsonRpcParseError(f"parse error: {item.why}"))
+            return
+        data = item.data
+        refused = _malformed(data)
+        if refused is not None:
+            self._reply(*refused)
+            return
+        assert isinstance(data, dict)
+        request = "id" in data and "method" in data
+        if item.cut:
+            error = JsonRpcInvalidParams(f"invalid params of {data['method'][:80]}: nested past {MAX_DEPTH} levels")
+            if request:
+                self._reply(data["id"], error)
+            else:
+                log.warning("%s (a notification: dropped)", error)
+            return
+        if request and data["id"] in self._request_futures:
+            self._reply(data["id"], JsonRpcInvalidRequest(f"request {str(data['id'])[:40]} is still running"))
             return
         answered = data.get("id")
         if isinstance(answered, str) and answered in self.reviews and isinstance(data.get("result"), dict):
@@ -114,8 +135,10 @@ class CopyeditProtocol(LanguageServerProtocol):
             return
         try:
             self.handle_message(message)
-        except Exception:
+        except Exception as error:
             log.exception("failed to handle a %.80s message", data.get("method", "response"))
+            if request:
+                self._reply(data["id"], JsonRpcInternalError(f"{type(error).__name__}: {str(error)[:200]}"))
 
     def handle_message(self, message) -> None:
         method = getattr(message, "method", None)
@@ -129,7 +152,7 @@ class CopyeditProtocol(LanguageServerProtocol):
             return  # a notification before initialize is dropped
         super().handle_message(message)
 
-    def _refusal(self, method: str) -> Exception | None:
+    def _refusal(self, method: str) -> JsonRpcException | None:
         """The error a request for ``method`` gets in the server's present state, or None."""
         if self._shutdown:
             return JsonRpcInvalidRequest("the server is shutting down")
@@ -139,9 +162,12 @@ class CopyeditProtocol(LanguageServerProtocol):
             return JsonRpcServerNotInitialized("the server is not initialized: send initialize first")
         return None
 
-    def _reply(self, msg_id, error: Exception) -> None:
-        identifier = msg_id if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool) else None
-        self._send_response(identifier, error=error.to_response_error())
+    def _reply(self, msg_id, error: JsonRpcException) -> None:
+        """Answer ``msg_id`` (null where it is not a legal id: JSON-RPC keeps the member) with ``error``."""
+        answer = msg_id if _legal_id(msg_id) else None
+        self._send_data(
+            {"jsonrpc": "2.0", "id": answer, "error": self._converter.unstructure(error.to_response_error())}
+        )
 
     def _handle_request(self, msg_id, method_name, params):
         token = _request_id.set(msg_id)
@@ -155,6 +181,36 @@ class CopyeditProtocol(LanguageServerProtocol):
         if stop is not None:
             stop.set()
         super()._handle_cancel_notification(msg_id)
+
+
+def _legal_id(msg_id: object) -> bool:
+    """Whether ``msg_id`` is an LSP request id (an integer or a string)."""
+    return isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+
+
+NOTIFICATION_TYPES = frozenset(get_args(types.NOTIFICATIONS))
+
+
+def _malformed(data: object) -> tuple[object, JsonRpcException] | None:
+    """The id to answer and the error, for a message JSON-RPC or LSP refuses before its params are
+    read: not a request, notification or response object, a bad id, version or method, a
+    notification sent as a request."""
+    if not isinstance(data, dict):
+        return None, JsonRpcInvalidRequest(f"a message must be a JSON object, not {type(data).__name__}")
+    msg_id = data.get("id")
+    answer = msg_id if _legal_id(msg_id) else None
+    if "id" in data and answer is None:
+        return None, JsonRpcInvalidRequest(f"an id must be an integer or a string, not {type(msg_id).__name__}")
+    method = data.get("method")
+    if method is None and "id" in data and ("result" in data or "error" in data):
+        return None  # a response to one of the server's requests
+    if data.get("jsonrpc") != "2.0":
+        return answer, JsonRpcInvalidRequest('a message must say "jsonrpc": "2.0"')
+    if not isinstance(method, str):
+        return answer, JsonRpcInvalidRequest("a request or notification must name its method as a string")
+    if "id" in data and types.METHOD_TO_TYPES.get(method, (None,))[0] in NOTIFICATION_TYPES:
+        return answer, JsonRpcMethodNotFound(f"{method} is a notification, not a request: sent with an id, not applied")
+    return None
 
 
 def _hunks(value: object) -> list[int] | None:
