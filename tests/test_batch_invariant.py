@@ -70,6 +70,7 @@ def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_p
         Backend(default_model_path, n_ctx=256, batch_invariant=True)
 
 
+@pytest.mark.timeout(660)  # a subprocess with its own 600 s limit: 240 tokens evaluated five ways, one by one too
 def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(default_model_path):
     stdout = _run_exact(
         "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py"), timeout=600
@@ -83,6 +84,7 @@ def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(defau
     assert "depend on batching" in stdout and "restart the server" in stdout
 
 
+@pytest.mark.timeout(1260)  # a subprocess with its own 1200 s limit: three items decoded in seven modes
 def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model_path, tmp_path):
     """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
     stdout = _run_exact(
