@@ -15,6 +15,7 @@ from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import (
+    CUTS,
     NO_SPEEDUPS,
     Cancelled,
     ContextOverflow,
@@ -29,6 +30,7 @@ from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import GEN_CLOSE, Copy, Gen, Program, parse_program
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
+from copyedit_lsp.region import refusal
 from copyedit_lsp.resolver import oracle_program, resolve
 
 pytestmark = pytest.mark.model
@@ -466,3 +468,22 @@ def test_a_program_cut_short_gives_way_to_a_lookup_rewrite(tiny):
     assert result.stats.fallback == "cut" and result.program is None and result.replaced == kept.program
     assert (result.text, result.tokens, result.cut) == (lookup.text, lookup.tokens, lookup.cut)
     assert result.stats.chosen_tokens == kept.stats.chosen_tokens + lookup.stats.chosen_tokens
+
+
+def test_a_gen_at_the_decoders_length_cap_is_cut_short_and_refused(tiny):
+    """A gen that reaches the decoder's cap on a gen's length (``max_gen_tokens``) is closed there on
+    a whole line and the program goes no further: the result says it was cut by the cap, and the
+    check the server and ``copyedit apply`` make refuses it with why.  Under the cap the same script
+    is complete."""
+    long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(12))),))
+    scripted = EditOptions(mode="forced", program=long_gen, language="python")
+    capped = Decoder(tiny.backend, max_gen_tokens=24)  # the same model; the cap of 512 made small
+    result = capped.edit("x = 1\n", "Write many values.", scripted)
+    assert result.cut == "max_gen_tokens"
+    (gen,) = result.program.ops
+    assert gen.text.endswith("\n") and len(gen.text) < len(long_gen.ops[0].text)
+    assert result.text == gen.text
+    why = refusal("x = 1\n", result.text, "python", changed=False, cut=result.cut, syntax_guard=True)
+    assert why == f"the model's output was cut short: {CUTS['max_gen_tokens']}"
+    whole = tiny.edit("x = 1\n", "Write many values.", scripted)
+    assert whole.cut is None and whole.program == long_gen

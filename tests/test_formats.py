@@ -1,11 +1,16 @@
 """Edit formats: each written from a pair, read back and applied; the strict appliers refuse what they must."""
 
+from collections import Counter
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from strategies import edits
 
 from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.formats import (
+    DIVIDER,
+    REPLACE,
+    SEARCH,
     FormatError,
     apply_search_replace,
     apply_unified_diff,
@@ -13,6 +18,7 @@ from copyedit_lsp.bench.formats import (
     search_replace_text,
     unified_diff_text,
 )
+from copyedit_lsp.resolver import split_lines
 
 
 @settings(max_examples=800, deadline=None)
@@ -22,24 +28,55 @@ def test_unified_diff_round_trips_every_edit(pair):
     assert apply_unified_diff(before, unified_diff_text(before, after)) == after
 
 
+def _terminated(text: str) -> str:
+    """``text`` with a final line break if it has a last line without one (as the blocks match it)."""
+    return text if not text or text.endswith(("\n", "\r")) else text + "\n"
+
+
 @settings(max_examples=800, deadline=None)
 @given(edits())
 def test_search_replace_applies_its_blocks_or_says_why(pair):
     """Blocks apply cleanly unless an anchor is ambiguous (first match), nothing can be anchored, or the
     edit adds or removes the final line break, which whole-line blocks cannot say."""
     before, after = pair
+    blocks = search_replace_text(before, after)
     try:
-        applied, ambiguous = apply_search_replace(before, search_replace_text(before, after))
+        applied, ambiguous = apply_search_replace(before, blocks)
     except FormatError:  # only an edit of an empty document has nothing to anchor on
         assert before == ""
         return
-    if ambiguous:
-        return
+    event(f"ambiguous anchors: {ambiguous > 0}")
     ends = ("\n", "\r")
-    if before.endswith(ends) == after.endswith(ends) or not before:
+    if ambiguous:
+        check_first_matches(before, after, blocks, applied, ambiguous)
+    elif before.endswith(ends) == after.endswith(ends) or not before:
         assert applied == after
     else:
         assert applied.rstrip("\r\n") == after.rstrip("\r\n")
+
+
+def check_first_matches(before: str, after: str, blocks: str, applied: str, ambiguous: int) -> None:
+    """Ambiguous anchors: the blocks, applied one at a time to ``before`` with a final line break (as
+    they match it), each replace the first whole-line match of their search text, the ambiguity is
+    counted block by block, and they give ``applied`` (without the final break it lacked). Each block
+    took out its search text and put in its replacement, if not where meant: the text has the
+    characters of ``after``, each as often (lines may not be: a lone CR put before a LF makes one line).
+    """
+    assert 0 < ambiguous <= blocks.count(SEARCH)
+    text, counted = _terminated(before), 0
+    for block in blocks.split(REPLACE)[:-1]:
+        search, _, replace = block.removeprefix(SEARCH).partition(DIVIDER)
+        lines, wanted = split_lines(text), split_lines(search)
+        matches = [i for i in range(len(lines) - len(wanted) + 1) if lines[i : i + len(wanted)] == wanted]
+        text, one = apply_search_replace(text, block + REPLACE)
+        first = matches[0]
+        assert text == "".join([*lines[:first], replace, *lines[first + len(wanted) :]])
+        assert one == (len(matches) > 1)
+        counted += one
+    assert counted == ambiguous
+    unterminated = before != _terminated(before)
+    assert applied == (text[:-1] if unterminated and text.endswith("\n") else text)
+    assert Counter(text) == Counter(_terminated(after))
 
 
 def test_unified_diff_marks_a_last_line_without_a_break():

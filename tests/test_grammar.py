@@ -3,6 +3,7 @@
 import ctypes
 import re
 
+import llama_cpp.llama_cpp as llama
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -21,8 +22,6 @@ from copyedit_lsp.grammar import (
     range_rule,
 )
 from copyedit_lsp.program import ProgramError, parse_program
-
-llama = pytest.importorskip("llama_cpp.llama_cpp")
 
 SIZES = [1, 9, 10, 99, 100, 347, 5000, 100000]
 

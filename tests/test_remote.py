@@ -17,7 +17,7 @@ import httpx
 import pytest
 import pytest_lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
-from test_server import open_document, run_edit, start
+from test_server import as_dict, ended, open_document, run_edit, start
 
 from copyedit_lsp import remote
 from copyedit_lsp.backend import Backend, Vocabulary
@@ -25,7 +25,7 @@ from copyedit_lsp.bench.checks import die_with_parent
 from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.config import Settings, updated
 from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import Cancelled, ContextOverflow, EditOptions
+from copyedit_lsp.edit import CUTS, Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.engine import Engine
 from copyedit_lsp.grammar import gen_rest_grammar
 from copyedit_lsp.models import DEFAULT_MODEL
@@ -318,7 +318,8 @@ async def test_the_language_server_edits_through_the_remote_backend(remote_clien
 
 
 class FakeServer:
-    """Answers with canned responses per path; counts requests."""
+    """Answers with canned responses per path; counts requests.  A status of None drops the
+    connection mid-answer: headers that promise more than the body, the body, then nothing."""
 
     def __init__(self, answers: dict[tuple[str, str], list[tuple[int, bytes, float]]], port: int = 0):
         self.answers = answers
@@ -335,6 +336,14 @@ class FakeServer:
                 queue = fake.answers[(method, self.path)]
                 status, body, delay = queue.pop(0) if len(queue) > 1 else queue[0]
                 time.sleep(delay)
+                if status is None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(body) + 1000))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    self.close_connection = True
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("Content-Length", str(len(body)))
@@ -565,3 +574,100 @@ def test_a_program_that_breaks_the_syntax_gives_way_to_a_remote_rewrite():
         assert "grammar" not in bodies[2]  # the rewrite is free text
     finally:
         fake.close()
+
+
+# The language server over a stand-in: what a server that fails, or stops a gen at its length cap,
+# comes to at the client.
+
+
+@pytest.fixture
+def stand_in(request):
+    """A stand-in completions server whose POST answers are ``request.param``, in order."""
+    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): list(request.param)})
+    yield fake
+    fake.close()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def stand_in_client(lsp_client: LanguageClient, stand_in):
+    """A VS Code client of the server on the stand-in, without the rewrite fallback (the stand-in
+    answers only the requests of the program it scripts)."""
+    await start(lsp_client, "visual-studio-code", {"backend": "remote", "remoteUrl": stand_in.url, "fallback": False})
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+COPY_FIRST = (200, sse('<copy lines="1-1"/>\n'), 0.0)
+VALUES = "a = 1\nb = 2\nc = 3\n"
+
+
+def completions(fake: FakeServer) -> list[dict]:
+    return [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
+
+
+@pytest.mark.parametrize(
+    "stand_in, why",
+    [
+        ([COPY_FIRST, (500, b'{"error": {"message": "out of memory"}}', 0.0)], "answered 500: out of memory"),
+        ([COPY_FIRST, (None, b'data: {"choices": [{"text": "<gen>\\n', 0.0)], "broke: peer closed connection"),
+    ],
+    ids=["http-500", "dropped"],
+    indirect=["stand_in"],
+)
+async def test_a_server_failing_mid_edit_applies_nothing(stand_in_client, stand_in, why):
+    """The server answers the program's first request (a copy: the live view shows it), then fails
+    the second with a 500 or drops the connection mid-answer: the edit fails with an error that
+    says so, no workspace/applyEdit is sent, the progress ends "failed: nothing applied"; and the
+    language server serves the next edit."""
+    client = stand_in_client
+    uri = "file:///tmp/values.py"
+    open_document(client, uri, VALUES)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}}
+    arguments = {"uri": uri, "range": everything, "instruction": "Make b ten times larger."}
+    with pytest.raises(Exception, match=why):
+        await run_edit(client, arguments)
+    assert len(completions(stand_in)) == 2  # the first answered, the second failed (a completion is never retried)
+    assert client.applied == []
+    notices = [as_dict(n) for n in client.ops]
+    assert notices[0]["op"] == {"kind": "copy", "start": 0, "end": 1} and notices[-1]["done"] is True
+    assert ended(client) == "failed: nothing applied"
+    stand_in.answers[("POST", "/v1/completions")] = [
+        COPY_FIRST,
+        (200, sse("<gen>\nb = 20\n</gen>\n", '<copy lines="3-3"/>\n'), 0.0),
+        (200, sse("</program>"), 0.0),
+    ]
+    result = await run_edit(client, arguments)
+    assert result["applied"] is True and result["text"] == "a = 1\nb = 20\nc = 3\n"
+    (params,) = client.applied
+    (change,) = params.edit.document_changes
+    assert apply_lsp_edits(VALUES, change.edits) == result["text"]
+
+
+def finished(text: str, reason: str) -> bytes:
+    """A stream of ``text`` in one chunk whose finish reason is ``reason``."""
+    chunk = json.dumps({"choices": [{"text": text, "finish_reason": reason}]})
+    return f"data: {chunk}\n\ndata: [DONE]\n\n".encode()
+
+
+SIXTY = "".join(f"value_{i} = {i}\n" for i in range(60))  # 770 bytes: a budget past the gen's cap of 512
+
+
+@pytest.mark.parametrize(
+    "stand_in", [[(200, finished("<gen>\nvalue_0 = 100\nvalue_1 = 1", "length"), 0.0)]], indirect=True
+)
+async def test_a_gen_the_server_stopped_at_the_length_cap_is_not_applied(stand_in_client, stand_in):
+    """The server stops the program's first gen at max_tokens, the gen's length cap (512; the edit's
+    budget is larger): the output is cut short by the cap, so nothing is applied and the client is
+    told why."""
+    client = stand_in_client
+    uri = "file:///tmp/sixty.py"
+    open_document(client, uri, SIXTY)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 60, "character": 0}}
+    result = await run_edit(client, {"uri": uri, "range": everything, "instruction": "Make value_0 100."})
+    why = f"the model's output was cut short: {CUTS['max_gen_tokens']}"
+    assert result["applied"] is False and result["reason"] == why, result
+    assert result["text"] == "value_0 = 100\n"  # the gen's whole lines, in place of the sixty
+    (request,) = completions(stand_in)
+    assert request["max_tokens"] == 512
+    assert client.applied == [] and any(CUTS["max_gen_tokens"] in m.message for m in client.messages)
+    assert ended(client) == f"not applied: {why}"

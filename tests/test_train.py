@@ -1,6 +1,7 @@
 """The span selector's training: decoder-faithful sequences, deterministic leak-free data, a LoRA
 whose exported GGUF moves llama.cpp's logits as torch's, and the shipped adapter."""
 
+import ast
 import itertools
 import json
 import re
@@ -313,11 +314,29 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)
     try:
         assert decoder.selector == selector
+        results = {}
         for before, _, instruction in EDITS[:3]:
             result = decoder.edit(before, instruction)
             assert decoder.backend.adapter == selector.path
             text = result.program.to_text()
             assert parse_program(text, len(SourceView.of(before).lines)) == result.program
+            # what the grammar does not guarantee: the selector's own program (no rewrite took its
+            # place), which copies lines and writes some, and changes the text to what it resolves to
+            assert result.stats.fallback is None and result.replaced is None, instruction
+            kinds = {type(op) for op in result.program.ops}
+            assert kinds == {Copy, Gen}, (instruction, text)
+            assert result.text == resolve(result.program, before) != before, (instruction, text)
+            results[instruction] = result.text
+        # and the edits asked for (the base model without the adapter writes neither): a docstring for
+        # f, whose body is otherwise its one return; b set to 20, a and c kept, no line added.
+        # (Of "Drop the unused import." the 0.5B selector drops the blank line instead: not asserted.)
+        (function,) = ast.parse(results["Add a docstring."]).body
+        assert function.name == "f" and ast.get_docstring(function), results["Add a docstring."]
+        assert [ast.unparse(statement) for statement in function.body[1:]] == ["return x"], results["Add a docstring."]
+        namespace = {}
+        exec(results["Make b 20."], namespace)
+        assert results["Make b 20."].count("\n") == 3, results["Make b 20."]
+        assert (namespace["a"], namespace["b"], namespace["c"]) == (1, 20, 3)
         decoder.edit(EDITS[0][0], "Add a docstring.", EditOptions(mode="rewrite"))
         assert decoder.backend.adapter is None, "the rewrite baseline runs with the base model"
     finally:

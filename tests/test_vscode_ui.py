@@ -2,7 +2,9 @@
 driven through its UI by playwright-core in Debian's chromium, with the real server and model; all
 on 127.0.0.1.  ``editors/vscode/ui-test/drive.mjs`` does what a user does and records what it saw;
 this test sets the stage, stops code-server by its PID and checks the files on disk, the server's
-log and the screenshots (written to ``docs/vscode-ui/``, which the README shows)."""
+log and the screenshots.  The screenshots go to the test's own folder (``shots/`` under its
+tmp_path), or to the folder ``COPYEDIT_UI_SHOTS`` names: the tracked ones in ``docs/vscode-ui/``,
+which the README shows, are only rewritten on purpose (``COPYEDIT_UI_SHOTS=docs/vscode-ui``)."""
 
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 UI = ROOT / "editors" / "vscode" / "ui-test"
 CODE_SERVER = UI / "node_modules" / "code-server" / "out" / "node" / "entry.js"
 VSIX = ROOT / "editors" / "vscode" / "copyedit-lsp.vsix"
-SHOTS = ROOT / "docs" / "vscode-ui"
 CHROMIUM = shutil.which("chromium")
+SCREENSHOTS = ("review", "live", "restarted")  # what drive.mjs takes (the README shows the first two)
 
 pytestmark = [
     pytest.mark.model,
@@ -89,8 +91,11 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
     settings_file.parent.mkdir(parents=True)
     log = tmp_path / "server.log"
     settings_file.write_text(json.dumps(server_settings(log), indent=2))
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    SHOTS.mkdir(parents=True)
+    shots = Path(os.environ.get("COPYEDIT_UI_SHOTS") or tmp_path / "shots")
+    shots = shots if shots.is_absolute() else ROOT / shots
+    shots.mkdir(parents=True, exist_ok=True)
+    for name in SCREENSHOTS:  # none left from an earlier run can stand in for this run's
+        (shots / f"{name}.png").unlink(missing_ok=True)
 
     base = ["node", str(CODE_SERVER), "--user-data-dir", str(data), "--extensions-dir", str(extensions)]
     env = os.environ | {"PYTHONPATH": str(ROOT)}
@@ -116,7 +121,7 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
         config = {
             "url": f"http://127.0.0.1:{port}",
             "workspace": str(workspace),
-            "shots": str(SHOTS),
+            "shots": str(shots),
             "chromium": CHROMIUM,
             "instruction": INSTRUCTION,
             "twoHunks": TWO_HUNKS,
@@ -166,5 +171,5 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
     assert seen["steps"][-1] == {"step": "restarted", "starts": 1}
     written = [json.loads(f.read_text()).get("copyedit.server.pythonPath") for f in data.glob("*/settings.json")]
     assert "/usr/bin/python3" in written, written
-    for name in ("review", "live", "restarted"):
-        assert (SHOTS / f"{name}.png").stat().st_size > 10_000
+    for name in SCREENSHOTS:
+        assert (shots / f"{name}.png").stat().st_size > 10_000

@@ -1,0 +1,98 @@
+"""End-to-end: `make demo`'s own command (read from the Makefile's demo target), run through the real
+``copyedit`` CLI with the real default model: the server's edit is applied to a copy in memory, what
+it prints is that edit (its edits, its diff, its stats), the function is fixed, and the file on disk
+is never written."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixes import fix_problems
+from lsprotocol import types
+
+from copyedit_lsp.textedits import apply_lsp_edits
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parent.parent
+COPYEDIT = Path(sys.executable).parent / "copyedit"  # the console script of this environment
+PROCESS_TIMEOUT = 1500  # a bound on a hang, not a speed check: the machine may be busy with other models
+EDIT = re.compile(r"edit (\d+):(\d+)-(\d+):(\d+) <- (.*)")
+
+
+def demo_arguments() -> list[str]:
+    """The arguments `make demo` gives ``copyedit``: the recipe line of the Makefile's demo target."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert recipe, "the Makefile has no demo target"
+    lines = [line for line in recipe[1].splitlines() if re.search(r"/copyedit demo ", line)]
+    assert len(lines) == 1, recipe[1]
+    arguments = shlex.split(lines[0].split("/copyedit ", 1)[1])
+    assert arguments[0] == "demo"
+    return arguments
+
+
+def printed_edits(stdout: str) -> list[types.TextEdit]:
+    """The ``edit L:C-L:C <- 'text'`` lines the demo prints (1-based lines), as LSP edits."""
+    edits = []
+    for match in EDIT.finditer(stdout):
+        start_line, start_character, end_line, end_character = map(int, match.groups()[:4])
+        edits.append(
+            types.TextEdit(
+                range=types.Range(
+                    start=types.Position(line=start_line - 1, character=start_character),
+                    end=types.Position(line=end_line - 1, character=end_character),
+                ),
+                new_text=ast.literal_eval(match[5]),
+            )
+        )
+    return edits
+
+
+def test_make_demo_fixes_mean_in_memory_and_leaves_the_file_alone(default_model_path):
+    arguments = demo_arguments()
+    assert arguments[1] == "examples/stats.py" and "--line" in arguments and "--instruction" in arguments
+    source = ROOT / arguments[1]
+    original, modified = source.read_bytes(), source.stat().st_mtime_ns
+    text = original.decode()
+
+    process = subprocess.run(
+        [str(COPYEDIT), *arguments],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+    )
+    assert process.returncode == 0, (process.stdout, process.stderr[-4000:])
+    stdout = process.stdout
+
+    # the file on disk: not written
+    assert source.read_bytes() == original and source.stat().st_mtime_ns == modified
+    # the server's progress came through: the function at the cursor line was edited
+    assert "editing function mean (lines 1-6)" in process.stderr, process.stderr[-4000:]
+
+    # the edits it printed, applied to the text: mean fixed, its docstring and variance kept
+    edits = printed_edits(stdout)
+    assert edits, stdout
+    edited = apply_lsp_edits(text, edits)
+    assert fix_problems(text, edited, "mean", ([1, 2, 6],), 3.0) == [], edited
+
+    # the diff it printed is the diff of that in-memory copy, and the copy is the server's result
+    diff = "".join(difflib.unified_diff(text.splitlines(True), edited.splitlines(True), "a/stats.py", "b/stats.py"))
+    assert diff and diff in stdout, stdout
+    assert "differ from the server's result" not in stdout and "(no change)" not in stdout
+
+    # the last line: applied, with the stats of a program that copied lines through the splice
+    applied = re.search(r"^applied: (True|False); stats: (\{.*\})$", stdout, re.M)
+    assert applied and applied[1] == "True", stdout
+    stats = ast.literal_eval(applied[2])
+    assert stats["fallback"] is None and stats["ops"] >= 2, stats
+    assert stats["splicedTokens"] > 0 and stats["generatedTokens"] > 0, stats
