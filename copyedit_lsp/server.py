@@ -73,9 +73,12 @@ _request_id: contextvars.ContextVar[object] = contextvars.ContextVar("copyedit_r
 class CopyeditProtocol(LanguageServerProtocol):
     """Answers every request, and makes ``$/cancelRequest`` stop a running edit.
 
-    A request whose params fail the schema gets InvalidParams (-32602) naming the field, one
-    before ``initialize`` ServerNotInitialized (-32002), a second ``initialize`` or one after
-    ``shutdown`` InvalidRequest (-32600); pygls would log them, show a popup or say nothing.
+    As JSON-RPC and LSP say: a body that does not parse gets ParseError (-32700, id null); a
+    message that is not a request object, or has an illegal id, InvalidRequest (-32600); a
+    notification sent with an id MethodNotFound (-32601), not applied; params that fail the
+    schema or nest too deep InvalidParams (-32602) naming the field; a request reusing a running
+    one's id, a second ``initialize`` or one after ``shutdown`` InvalidRequest; one before
+    ``initialize`` ServerNotInitialized (-32002).  pygls would log them, show a popup or say nothing.
 
     pygls runs ``workspace/executeCommand`` as a generator that awaits the command's coroutine as
     a separate task: a cancel only cancels the request's result future (the client gets

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import pytest_lsp
 from fixes import fix_problems
 
 from copyedit_lsp.framing import MAX_DEPTH, Message, MessageFramer
@@ -487,6 +488,26 @@ def test_a_header_before_content_length_is_read_without_a_complaint():
     )
     message = Message(json.loads(body))
     assert list(framer.messages()) == [message, "dropped 6 bytes outside any message", message]
+
+
+RECORDED = sorted((Path(pytest_lsp.__file__).parent / "clients").glob("*.json"))  # real clients' initialize
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=lambda path: path.stem)
+def test_the_initialize_of_real_clients_passes_the_depth_bound(recorded):
+    """The initialize params pytest-lsp recorded from VS Code, Neovim and Emacs, framed as their
+    request: read whole (nothing cut), and answered with the server's capabilities."""
+    params = json.loads(recorded.read_text()) | {"initializationOptions": OPTIONS}
+    framer = MessageFramer()
+    framer.feed(frame(request(0, "initialize", params)))
+    (message,) = framer.messages()
+    assert not message.cut and message.data["params"] == params
+    server = Server()
+    try:
+        server.send(frame(request(0, "initialize", params)))
+        assert "capabilities" in server.wait_for(0)["result"]
+    finally:
+        server.close()
 
 
 def test_a_million_nested_brackets_are_cut_cheaply_at_the_bound():
