@@ -525,6 +525,29 @@ def test_a_million_nested_brackets_are_cut_cheaply_at_the_bound():
     assert value is None and depth == MAX_DEPTH  # cut exactly at the bound
 
 
+def test_brackets_and_escaped_quotes_inside_strings_are_not_nesting():
+    """Keys and ids holding brackets, escaped quotes and backslashes: only the real nesting counts."""
+    key = r'"a\\\"[{\\"'  # the JSON text of a key: a, backslash, quote, [, {, backslash
+    nested = (("{" + key + ":") * 1000 + "1" + "}" * 1000).encode()
+    body = b'{"id": "x\\"[", "x": ' + nested + b', "y": "' + b"[" * 500 + b'"}'
+    (message,) = _framed(body)
+    assert message.cut and message.data["id"] == 'x"[' and message.data["y"] == "[" * 500
+    value, depth = message.data["x"], 1
+    while isinstance(value, dict):
+        (value,) = value.values()
+        depth += 1
+    assert value is None and depth == MAX_DEPTH
+    text = b'{"id": 3, "s": "' + b'[{\\"' * 10_000 + b'"}'  # deep only to a reader that takes text for nesting
+    (plain,) = _framed(text)
+    assert not plain.cut and plain.data["s"] == '[{"' * 10_000
+
+
+def _framed(body: bytes) -> list:
+    framer = MessageFramer()
+    framer.feed(frame(body))
+    return list(framer.messages())
+
+
 EXAMPLE = Path(__file__).parents[1] / "examples" / "stats.py"
 
 
