@@ -91,6 +91,7 @@ def near_tie(decoder: Decoder, prompt: list[int], reference: tuple, other: tuple
     return logits, reference[at], other[at]
 
 
+@pytest.mark.timeout(900)  # 164 items forced through the tiny model: 176 s on a quiet 2-core machine
 def test_forced_mode_reproduces_every_humanevalfix_python_item(tiny):
     """Every item, with and without the speedups: the same text, program, tokens and chosen tokens;
     each copy one splice call; the speedups take far fewer decode steps."""
