@@ -115,11 +115,12 @@ class CopyeditProtocol(LanguageServerProtocol):
         assert isinstance(data, dict)
         request = "id" in data and "method" in data
         if item.cut:
-            error = JsonRpcInvalidParams(f"invalid params of {data['method'][:80]}: nested past {MAX_DEPTH} levels")
+            what = data.get("method", "a response")[:80]
+            error = JsonRpcInvalidParams(f"invalid params of {what}: nested past {MAX_DEPTH} levels")
             if request:
                 self._reply(data["id"], error)
             else:
-                log.warning("%s (a notification: dropped)", error)
+                log.warning("%s (not a request: dropped)", error)
             return
         if request and data["id"] in self._request_futures:
             self._reply(data["id"], JsonRpcInvalidRequest(f"request {str(data['id'])[:40]} is still running"))

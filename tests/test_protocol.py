@@ -542,6 +542,15 @@ def test_brackets_and_escaped_quotes_inside_strings_are_not_nesting():
     assert not plain.cut and plain.data["s"] == '[{"' * 10_000
 
 
+def test_a_response_nested_too_deep_is_dropped_and_the_server_serves_on(server):
+    """A client's answer to one of the server's requests, nested past the bound: logged, dropped."""
+    initialize(server)
+    deep = b'{"jsonrpc": "2.0", "id": "copyedit-x", "result": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+    server.send(frame(deep))
+    check_alive_and_unchanged(server, 3)
+    assert b"a response: nested past" in server.stderr and b"Traceback" not in server.stderr
+
+
 def _framed(body: bytes) -> list:
     framer = MessageFramer()
     framer.feed(frame(body))
