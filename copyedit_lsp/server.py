@@ -201,19 +201,18 @@ def _malformed(data: object) -> tuple[object, JsonRpcException] | None:
     notification sent as a request."""
     if not isinstance(data, dict):
         return None, JsonRpcInvalidRequest(f"a message must be a JSON object, not {type(data).__name__}")
-    msg_id = data.get("id")
-    answer = msg_id if _legal_id(msg_id) else None
-    if "id" in data and answer is None:
+    msg_id = data.get("id")  # legal or absent below: _reply answers an absent one with null
+    if "id" in data and not _legal_id(msg_id):
         return None, JsonRpcInvalidRequest(f"an id must be an integer or a string, not {type(msg_id).__name__}")
     method = data.get("method")
     if method is None and "id" in data and ("result" in data or "error" in data):
         return None  # a response to one of the server's requests
     if data.get("jsonrpc") != "2.0":
-        return answer, JsonRpcInvalidRequest('a message must say "jsonrpc": "2.0"')
+        return msg_id, JsonRpcInvalidRequest('a message must say "jsonrpc": "2.0"')
     if not isinstance(method, str):
-        return answer, JsonRpcInvalidRequest("a request or notification must name its method as a string")
+        return msg_id, JsonRpcInvalidRequest("a request or notification must name its method as a string")
     if "id" in data and types.METHOD_TO_TYPES.get(method, (None,))[0] in NOTIFICATION_TYPES:
-        return answer, JsonRpcMethodNotFound(f"{method} is a notification, not a request: sent with an id, not applied")
+        return msg_id, JsonRpcMethodNotFound(f"{method} is a notification, not a request: sent with an id, not applied")
     return None
 
 

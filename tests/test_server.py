@@ -488,21 +488,12 @@ async def test_every_request_is_answered_while_the_model_loads(loading):
     ]
     replies = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), 120)
     assert len(replies) == 40 and all("no instruction" in str(r) for r in replies)
-    assert _load_ended(loading) is None  # every reply came while the model was still loading
+    assert ended(loading, loading=True) is None  # every reply came while the model was still loading
     for _ in range(600):
-        if _load_ended(loading) is not None:
+        if ended(loading, loading=True) is not None:
             break
         await asyncio.sleep(0.1)
-    assert _load_ended(loading) == "model ready"
-
-
-def _load_ended(client: LanguageClient) -> str | None:
-    """The message that ended the server's model-loading progress, or None while it loads."""
-    for token, reports in client.progress_reports.items():
-        if str(token).startswith("copyedit-load-"):
-            ends = [r.message for r in reports if isinstance(r, types.WorkDoneProgressEnd)]
-            return ends[0] if ends else None
-    return None
+    assert ended(loading, loading=True) == "model ready"
 
 
 @pytest.mark.parametrize("reopened", ["other text", "the same text"])
@@ -558,12 +549,13 @@ async def test_an_output_cut_short_is_refused_with_why(short_budget):
     assert any("cut short" in m.message for m in short_budget.messages)
 
 
-def ended(client: LanguageClient) -> str | None:
-    """The message that ended the client's last edit's work-done progress (None: not ended)."""
+def ended(client: LanguageClient, *, loading: bool = False) -> str | None:
+    """The message that ended the client's last edit's work-done progress, or with ``loading`` the
+    model's loading progress (None: not ended)."""
     ends = [
         report.message
         for token, reports in client.progress_reports.items()
-        if str(token).startswith("copyedit-") and not str(token).startswith("copyedit-load")
+        if str(token).startswith("copyedit-") and str(token).startswith("copyedit-load-") == loading
         for report in reports
         if isinstance(report, types.WorkDoneProgressEnd)
     ]
