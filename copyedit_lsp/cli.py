@@ -232,6 +232,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from .edit import CUTS, EditOptions, EditProgress
     from .languages import language_of_path
+    from .region import loss_refusal, narrowed_scope
     from .resolver import split_lines
 
     path = Path(args.file)
@@ -241,7 +242,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(f"copyedit: {path} is not UTF-8 text ({error}); nothing was changed", file=sys.stderr)
         return 2
     lines = split_lines(text)
-    first, last = args.lines or (1, max(len(lines), 1))
+    language = language_of_path(path.name) or ""
+    if args.lines is not None:
+        first, last = args.lines
+    elif args.whole_file:
+        first, last = 1, max(len(lines), 1)
+    else:  # what the instruction is about
+        scope = narrowed_scope(text, language, args.instruction)
+        first, last = scope.start_line + 1, max(scope.end_line, 1)
+        if scope.kind != "document":
+            what = f"{scope.kind} {scope.name}"
+            print(f"copyedit: editing {what} (lines {first}-{last}; --whole-file edits it all)", file=sys.stderr)
     if last > max(len(lines), 1):
         print(f"copyedit: --lines {first}-{last} is outside the file's {len(lines)} lines", file=sys.stderr)
         return 2
@@ -253,7 +264,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
             bar.set_postfix(ops=update.stats.ops, copied=update.stats.spliced_tokens, refresh=False)
             bar.update(update.stats.chosen_tokens - bar.n)
 
-        language = language_of_path(path.name) or ""
         options = EditOptions(
             mode=args.mode, splice=args.splice, language=language, copy_check=args.copy_check, fallback=args.fallback
         )
@@ -268,6 +278,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 3
+    if result.loss is not None and not args.allow_loss:
+        print(f"copyedit: {loss_refusal(result.loss)}; nothing was written (--allow-loss takes it)", file=sys.stderr)
+        return 4
     if args.write and edited != text:
         path.write_text(edited, encoding="utf-8", newline="")
     return 0
@@ -280,7 +293,9 @@ def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> 
     diff = "".join(difflib.unified_diff(text.splitlines(True), edited.splitlines(True), f"a/{name}", f"b/{name}"))
     program = result.program.to_text() if result.program is not None else None
     if as_json:
-        answer = {"program": program, "diff": diff, "text": edited, "cut": result.cut, "stats": result.stats.to_dict()}
+        loss = result.loss.to_dict() if result.loss is not None else None
+        answer = {"program": program, "diff": diff, "text": edited, "cut": result.cut, "loss": loss}
+        answer["stats"] = result.stats.to_dict()
         print(json.dumps(answer, indent=2))
         return
     if program is not None:
@@ -356,6 +371,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
         examples=args.examples,
         timeout=args.timeout,
         log=log,
+        narrow=not args.whole_file,
     )
     result |= {"model": args.model, "seed": args.seed, "limit": args.limit, "batch_invariant": args.batch_invariant}
     kernel_path = Path(args.kernel)
@@ -490,7 +506,14 @@ def _add_edit_commands(commands) -> None:
     apply = commands.add_parser("apply", help="edit a file with the model (prints; writes only with --write)")
     apply.add_argument("file")
     apply.add_argument("--instruction", "-i", required=True)
-    apply.add_argument("--lines", type=_line_range, help="edit only lines A-B (1-based, inclusive)")
+    apply.add_argument(
+        "--lines",
+        type=_line_range,
+        help="edit only lines A-B (1-based, inclusive); default: the definitions the instruction names",
+    )
+    apply.add_argument(
+        "--whole-file", action="store_true", help="edit the whole file, not only the definitions the instruction names"
+    )
     apply.add_argument("--mode", choices=["program", "rewrite", "lookup"], default="program")
     apply.add_argument("--splice", choices=["prefill", "none"], default="prefill")
     apply.add_argument(
@@ -515,6 +538,11 @@ def _add_edit_commands(commands) -> None:
         "--allow-incomplete",
         action="store_true",
         help="exit 0 and write (with --write) even when the model's output was cut short",
+    )
+    apply.add_argument(
+        "--allow-loss",
+        action="store_true",
+        help="exit 0 and write (with --write) even when the edit drops code the instruction did not ask to drop",
     )
     apply.set_defaults(func=cmd_apply)
 
@@ -584,6 +612,11 @@ def _add_bench_edits(bench) -> None:
     )
     _add_remote_arguments(edits, backend=False)
     edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")
+    edits.add_argument(
+        "--whole-file",
+        action="store_true",
+        help="edit each item's whole text, not only the definitions its instruction names",
+    )
     edits.add_argument(
         "--unordered",
         action="store_true",

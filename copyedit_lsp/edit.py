@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Protocol, TypeVar
 
+from .loss import Loss, lost_code
 from .program import Gen, Op, Program
 from .prompt import EXAMPLE_SETS, SourceView
 from .scope import adds_syntax_errors
@@ -96,6 +97,7 @@ class EditResult:
     tokens: tuple[int, ...] = ()
     cut: str | None = None
     replaced: Program | None = None  # program mode's own program, where a rewrite replaced it (stats.fallback)
+    loss: Loss | None = None  # code the text drops that the instruction did not ask to drop (never offered by default)
 
     @property
     def complete(self) -> bool:
@@ -115,6 +117,7 @@ CUTS = {
 FALLBACKS = {
     "cut": "the program was cut short",
     "syntax": "the program's text parses worse than the original",
+    "loss": "the program dropped code the instruction did not ask to drop",
 }
 
 
@@ -247,16 +250,22 @@ def fall_back(
     stop: StopFlag | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> EditResult:
-    """``result``, or where program mode's ``result`` must give way (``options.fallback``: its
-    output was cut short, or its text parses worse than ``source``, by :data:`FALLBACKS`) the edit
-    decoded again by ``editor`` in ``mode``, the editor's rewrite with the base model; the returned
+    """``result`` with the code it loses (:func:`~copyedit_lsp.loss.lost_code`), or where program
+    mode's ``result`` must give way (``options.fallback``: its output was cut short, its text parses
+    worse than ``source`` or loses code, by :data:`FALLBACKS`) the edit decoded again by ``editor``
+    in ``mode``, the editor's rewrite with the base model, with the code that loses; the returned
     result's stats add up both attempts and say why (``stats.fallback``)."""
+    loss = lost_code(source, result.text, options.language, instruction) if result.cut is None else None
+    if loss is not None:
+        result = replace(result, loss=loss)
     if not options.fallback or options.mode != "program":
         return result
     if result.cut is not None:
         reason = "cut"
     elif adds_syntax_errors(source, result.text, options.language):
         reason = "syntax"
+    elif result.loss is not None:
+        reason = "loss"
     else:
         return result
     started = time.perf_counter()
@@ -265,7 +274,8 @@ def fall_back(
     rewrite = editor.edit(source, instruction, again, stop=stop, on_progress=on_progress)
     stats = replace(result.stats.plus(rewrite.stats), fallback=reason)
     stats.total_seconds = result.stats.total_seconds + time.perf_counter() - started
-    return EditResult(None, rewrite.text, stats, rewrite.tokens, rewrite.cut, replaced=result.program)
+    loss = lost_code(source, rewrite.text, options.language, instruction) if rewrite.cut is None else None
+    return EditResult(None, rewrite.text, stats, rewrite.tokens, rewrite.cut, replaced=result.program, loss=loss)
 
 
 T = TypeVar("T")

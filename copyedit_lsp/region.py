@@ -6,14 +6,16 @@ Plain logic between the server's handlers and the decoder (no LSP I/O here).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import cattrs
 
 from .edit import CUTS
+from .loss import Loss
 from .resolver import split_lines
-from .scope import adds_syntax_errors, edit_scope
+from .scope import Definition, Scope, adds_syntax_errors, definitions, edit_scope
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,77 @@ def plan_region(text: str, language_id: str | None, arguments: EditArguments) ->
     if selected:
         start_line, end_line, kind, name = first, final + 1, "selection", None
     else:
-        scope = edit_scope(text, language_id, first, final)
+        scope = edit_scope(text, language_id, first, final) if arguments.range is not None else None
+        if scope is None or scope.kind == "document":  # no definition at the cursor: what the instruction is about
+            scope = narrowed_scope(text, language_id, arguments.instruction or "")
         start_line, end_line, kind, name = scope.start_line, scope.end_line, scope.kind, scope.name
     if comment is not None:
         start_line, end_line = min(start_line, comment), max(end_line, comment + 1)
     kept = [line for number, line in enumerate(lines[start_line:end_line], start_line) if number != comment]
     return Region(start_line, end_line, "".join(kept), kind, name, comment)
+
+
+_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+# Words that spread an instruction from the names it says to where they are used.
+_SPREAD = re.compile(
+    r"\b(renam|rename|everywhere|throughout|caller|call site|call-site|usage|uses\b|parameter|argument|signature)",
+    re.IGNORECASE,
+)
+WHOLE_SHARE = 0.9  # a narrowed region this much of the document is the document
+
+
+def narrowed_scope(text: str, language_id: str | None, instruction: str) -> Scope:
+    """The lines an instruction on a whole document concerns: the top-level definitions (functions,
+    classes, assignments) whose names it says, or whose definitions it names (a method: its class),
+    with, where it speaks of renaming, parameters, callers or uses, the top-level definitions that
+    use those names; from the first to the last of them.  The document where it names none (or they
+    cover nearly all of it)."""
+    lines = split_lines(text)
+    whole = Scope(0, len(lines), "document", None)
+    said = set(_NAME.findall(instruction))
+    units = _top_level_units(text, language_id)
+    named = [unit for unit in units if unit.name in said or any(d.name in said for d in unit.inner)]
+    if not named:
+        return whole
+    if _SPREAD.search(instruction):
+        names = {unit.name for unit in named} | {d.name for unit in named for d in unit.inner if d.name in said}
+        named += [unit for unit in units if unit not in named and names & _words(lines, unit)]
+    start, end = min(u.start_line for u in named), max(u.end_line for u in named)
+    if end - start >= WHOLE_SHARE * len(lines):
+        return whole
+    if len(named) == 1:
+        return Scope(start, end, named[0].kind, named[0].name)
+    return Scope(start, end, "definitions", ", ".join(sorted({u.name for u in named})))
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A top-level definition or assignment, and the definitions inside it."""
+
+    start_line: int
+    end_line: int
+    kind: str
+    name: str
+    inner: tuple[Definition, ...] = ()
+
+
+def _top_level_units(text: str, language_id: str | None) -> list[_Unit]:
+    found = definitions(text, language_id)
+    units = [
+        _Unit(d.start_line, d.end_line, d.kind, d.name, tuple(o for o in found if o.outer[:1] == (d.name,)))
+        for d in found
+        if not d.outer
+    ]
+    taken = {line for unit in units for line in range(unit.start_line, unit.end_line)}
+    for number, line in enumerate(split_lines(text)):
+        assigned = re.match(r"(?:(?:export\s+)?(?:const|let|var)\s+)?([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=[^=]", line)
+        if assigned and number not in taken:
+            units.append(_Unit(number, number + 1, "assignment", assigned.group(1)))
+    return sorted(units, key=lambda unit: unit.start_line)
+
+
+def _words(lines: list[str], unit: _Unit) -> set[str]:
+    return {word for line in lines[unit.start_line : unit.end_line] for word in _NAME.findall(line)}
 
 
 def replace_region(text: str, region: Region, new_source: str) -> str:
@@ -139,3 +206,8 @@ def refusal(
     if syntax_guard and adds_syntax_errors(before, after, language_id):
         return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
     return None
+
+
+def loss_refusal(loss: Loss) -> str:
+    """Why an edit that loses code is not offered as it is (:mod:`~copyedit_lsp.loss`)."""
+    return f"the edit loses code: {loss.describe()}"

@@ -130,6 +130,44 @@ def edit_scope(text: str, language_id: str | None, start_line: int, end_line: in
     return Scope(0, len(split_lines(text)), "document", None)
 
 
+@dataclass(frozen=True)
+class Definition:
+    """A function, method or class of a text: lines ``start_line``..``end_line - 1`` (0-based, with
+    its decorators or ``export``), its name, and the names of the definitions around it."""
+
+    start_line: int
+    end_line: int
+    kind: str  # "function" | "method" | "class"
+    name: str
+    outer: tuple[str, ...] = ()
+
+    @property
+    def qualified(self) -> str:
+        return ".".join((*self.outer, self.name))
+
+
+def definitions(text: str, language_id: str | None) -> list[Definition]:
+    """Every named definition of ``text``, nested ones too, in order (none for an unknown language)."""
+    if language_id not in LANGUAGES:
+        return []
+    parsed = parse(text, language_id)
+    found: list[Definition] = []
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[Node, tuple[str, ...]]] = [(parsed.tree.root_node, ())]
+    while stack:
+        node, outer = stack.pop()
+        inner = outer
+        hit = _definition(node)
+        if hit is not None and hit[2] and (hit[0].start_byte, hit[0].end_byte) not in seen:
+            whole, kind, name = hit
+            seen.add((whole.start_byte, whole.end_byte))
+            first, last = parsed.lines_of(whole)
+            found.append(Definition(first, last + 1, kind, name, outer))
+            inner = (*outer, name)
+        stack.extend((child, inner) for child in reversed(node.named_children))
+    return found
+
+
 def _definition(node: Node) -> tuple[Node, str, str | None] | None:
     """(the whole statement, kind, name) if ``node`` is or wraps a definition, else None."""
     kind = node.type

@@ -43,6 +43,7 @@ from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStat
 from .engine import Engine
 from .framing import MAX_DEPTH, Message, Unparsed, read_messages, thread_reader
 from .live import OP_NOTIFICATION, LiveOps
+from .loss import Loss
 from .region import (
     DOCUMENT_CHANGED,
     EditArguments,
@@ -50,6 +51,8 @@ from .region import (
     Region,
     check_size,
     chunk_lines,
+    loss_refusal,
+    narrowed_scope,
     parse_arguments,
     plan_region,
     refusal,
@@ -528,6 +531,25 @@ def _reviewed(change: types.TextDocumentEdit, instruction: str) -> types.Workspa
     return types.WorkspaceEdit(document_changes=[document], change_annotations=annotations)
 
 
+TAKE_LOSS, DISCARD = "Review it anyway", "Discard"
+
+
+async def _take_loss(ls: CopyeditServer, loss: Loss) -> bool:
+    """Whether the user, asked (``window/showMessageRequest``), takes an edit that loses code to
+    review; never without a client that can ask."""
+    window = ls.client_capabilities.window
+    if not (window and window.show_message):
+        return False
+    answer = await ls.window_show_message_request_async(
+        types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=f"copyedit: {loss_refusal(loss)}",
+            actions=[types.MessageActionItem(title=TAKE_LOSS), types.MessageActionItem(title=DISCARD)],
+        )
+    )
+    return answer is not None and answer.title == TAKE_LOSS
+
+
 def _supports_annotations(ls: CopyeditServer) -> bool:
     workspace = ls.client_capabilities.workspace
     return bool(workspace and workspace.workspace_edit and workspace.workspace_edit.change_annotation_support)
@@ -544,6 +566,11 @@ def _summary(stats: EditStats) -> dict:
         "seconds": round(stats.total_seconds, 3),
         "fallback": stats.fallback,  # why program mode's result gave way to a rewrite (edit.FALLBACKS), or None
     }
+
+
+def _answer(result: EditResult) -> dict:
+    """What a finished edit reports besides whether it was applied: its stats, and the code it loses."""
+    return {"stats": _summary(result.stats)} | ({"loss": result.loss.to_dict()} if result.loss else {})
 
 
 def _command_arguments(command: str, arguments: tuple, kind: type):
@@ -587,22 +614,25 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     reason, edits = await asyncio.to_thread(
         _checked_edits, text, new_text, region, result, program, language, ls.settings.syntax_guard, _encoding(ls)
     )
+    if reason is None and result.loss is not None and not await _take_loss(ls, result.loss):
+        reason = loss_refusal(result.loss)
     if not _unchanged(ls, args.uri, document, version, text):  # read last, on the loop: nothing can come between
         reason = DOCUMENT_CHANGED
     if reason is not None:
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
-        return {"applied": False, "reason": reason, "text": new_text, "stats": _summary(result.stats)}
+        return {"applied": False, "reason": reason, "text": new_text} | _answer(result)
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
     change = types.TextDocumentEdit(text_document=identifier, edits=edits)
-    reviewed = ls.settings.reviews(workspace=False) and _supports_annotations(ls)
+    reviews = ls.settings.reviews(workspace=False) or result.loss is not None  # code lost: hunk by hunk
+    reviewed = reviews and _supports_annotations(ls)
     workspace_edit = _reviewed(change, args.instruction) if reviewed else types.WorkspaceEdit(document_changes=[change])
     answer = await _apply(ls, args.instruction, workspace_edit) if edits else Applied(True)
     done = f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit"
     if result.stats.fallback is not None:
         done += f" (a rewrite by the base model: {FALLBACKS[result.stats.fallback]})"
     progress.end(done)
-    summary = {"applied": answer.applied, "edits": len(edits), "text": new_text, "stats": _summary(result.stats)}
+    summary = {"applied": answer.applied, "edits": len(edits), "text": new_text} | _answer(result)
     return summary | ({"hunks": answer.hunks} if answer.hunks is not None else {})
 
 
@@ -748,15 +778,18 @@ def _workspace_roots(ls: CopyeditServer) -> list[Path]:
 async def _refactor_file(
     ls: CopyeditServer, file: WorkspaceFile, instruction: str, stop: threading.Event, skipped: list
 ) -> tuple[types.TextDocumentEdit, Callable[[], bool]] | None:
-    """The annotated edit of one file, edited whole or in top-level chunks that fit the context,
-    and a check that the file is still as it was edited."""
+    """The annotated edit of one file (the definitions the instruction names in it, else the whole
+    file in top-level chunks that fit the context), and a check that the file is still as it was edited."""
     uri = from_fs_path(str(file.path))
     document = _open_document(ls, uri)
     text, version = (document.source, document.version) if document is not None else (file.text, None)
     language = language_for(document.language_id if document else None, str(file.path))
     lines = split_lines(text)
     edits: list[types.AnnotatedTextEdit] = []
-    for start, end in top_level_chunks(text, language, chunk_lines(ls.settings.n_ctx)):
+    most = chunk_lines(ls.settings.n_ctx)
+    scope = narrowed_scope(text, language, instruction)  # what the instruction names in this file, else all of it
+    named = scope.kind != "document" and scope.end_line - scope.start_line <= most
+    for start, end in [(scope.start_line, scope.end_line)] if named else top_level_chunks(text, language, most):
         region = Region(start, end, "".join(lines[start:end]), "chunk")
         try:
             result = await _run_region(ls, region, instruction, language, stop)
@@ -767,6 +800,9 @@ async def _refactor_file(
             return None
         if result.cut is not None:
             skipped.append((file.relative, f"the model's output was cut short: {CUTS[result.cut]}"))
+            return None
+        if result.loss is not None:
+            skipped.append((file.relative, loss_refusal(result.loss)))
             return None
         edits += [
             types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=file.relative)

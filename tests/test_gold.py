@@ -7,9 +7,10 @@ import shutil
 import pytest
 
 from copyedit_lsp.bench.checks import Outcome
-from copyedit_lsp.bench.datasets import load_items
+from copyedit_lsp.bench.datasets import data_dir, load_items
 from copyedit_lsp.bench.gold import check_gold
 from copyedit_lsp.cli import SHARED_SETS, main
+from copyedit_lsp.loss import lost_code
 
 
 @pytest.mark.parametrize("preset", SHARED_SETS)
@@ -46,6 +47,7 @@ def test_a_failing_gold_answer_fails_the_check(tmp_path, capsys):
             {"id": "wrong", "tests": "failed", "reason": "AssertionError: y is not 2"},
             {"id": "missing", "tests": "could_not_run", "reason": "module copyedit_missing_module is not installed"},
         ],
+        "refused_by_guard": {},
     }
 
 
@@ -55,4 +57,29 @@ def test_tests_that_could_not_run_are_named_but_do_not_fail_the_check(tmp_path, 
     assert capsys.readouterr().out.splitlines() == [
         f"{path}: 2 gold answers: 1 passed, 0 failed, 1 could not run",
         "  missing: could not run: module copyedit_missing_module is not installed",
+        "  refused by the loss guard: 0 of 2 (0.0%)",
     ]
+
+
+GUARDED_SETS = [*SHARED_SETS, "humanevalfix-python-files", "humanevalfix-js-files"]
+
+
+@pytest.mark.parametrize("source", [*GUARDED_SETS, "canitedit", "canitedit-lazy"])
+def test_the_loss_guard_refuses_at_most_2_percent_of_gold_answers(source):
+    """Gold answers fed through the guard as results: it is not a refuse-everything switch."""
+    if source.startswith("canitedit"):
+        items = load_items(str(data_dir() / "canitedit" / "test.jsonl"), format=source)
+    else:
+        items = load_items(source)
+    refused = {item.id for item in items if lost_code(item.before, item.after, item.language, item.instruction)}
+    assert len(refused) <= 0.02 * len(items), refused
+
+
+def test_a_gold_answer_that_drops_a_function_unasked_is_refused_and_named(tmp_path, capsys):
+    before = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    records = [{"id": "dropped", "input": before, "output": "def f():\n    return 1\n", "instruction": "Tidy up."}]
+    path = write(tmp_path / "set.jsonl", records)
+    assert main(["bench", "check-gold", path, "--format", "editeval", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out).values()
+    assert report["refused_by_guard"] == {"dropped": lost_code(before, records[0]["output"], "python").describe()}
+    assert "g" in report["refused_by_guard"]["dropped"]

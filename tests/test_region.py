@@ -9,6 +9,7 @@ from copyedit_lsp.region import (
     EditArguments,
     Position,
     Range,
+    narrowed_scope,
     parse_arguments,
     plan_region,
     replace_region,
@@ -74,10 +75,10 @@ def test_edit_arguments_are_structured_strictly():
             parse_arguments(bad, EditArguments)
 
 
-def _args(start, end=None, comment=None):
+def _args(start, end=None, comment=None, instruction="x"):
     end = end or start
     return EditArguments(
-        uri="file:///a.py", instruction="x", range=Range(Position(*start), Position(*end)), commentLine=comment
+        uri="file:///a.py", instruction=instruction, range=Range(Position(*start), Position(*end)), commentLine=comment
     )
 
 
@@ -90,6 +91,62 @@ def test_region_is_the_selection_else_the_enclosing_function_else_the_document()
     assert (ends_at_line_start.start, ends_at_line_start.end) == (3, 5)
     with pytest.raises(ValueError, match="outside"):
         plan_region(CODE, "python", _args((40, 0)))
+
+
+def test_a_whole_document_or_a_cursor_outside_definitions_edits_what_the_instruction_names():
+    """No range, or a cursor on no definition: the definitions the instruction names; a cursor in a
+    definition keeps its definition."""
+    whole = EditArguments(uri="file:///a.py", instruction="Make g return 1.")
+    assert (lambda r: (r.start, r.end, r.kind, r.name))(plan_region(CODE, "python", whole)) == (8, 10, "function", "g")
+    at_import = plan_region(CODE, "python", _args((0, 0), instruction="Make g return 1."))
+    assert (at_import.start, at_import.end, at_import.kind) == (8, 10, "function")
+    in_f = plan_region(CODE, "python", _args((4, 2), instruction="Make g return 1."))
+    assert (in_f.start, in_f.end, in_f.name) == (3, 6, "f")
+    unnamed = EditArguments(uri="file:///a.py", instruction="Add type hints.")
+    assert (lambda r: (r.start, r.end, r.kind))(plan_region(CODE, "python", unnamed)) == (0, 10, "document")
+
+
+MODULE = """import math
+
+RATE = 0.5
+
+
+class Shape:
+    def area(self):
+        return 0
+
+    def scaled(self, k):
+        return self.area() * k
+
+
+def total(shapes):
+    return sum(s.area() for s in shapes)
+
+
+def report(shapes):
+    return f"{total(shapes):.2f}"
+
+
+def unrelated():
+    return RATE
+"""
+
+
+@pytest.mark.parametrize(
+    "instruction, expected",
+    [
+        ("Fix the bug in total.", (13, 15, "function", "total")),
+        ("Make scaled round its result.", (5, 11, "class", "Shape")),  # a method: its class
+        ("Add a parameter `start` to total and pass it from report.", (13, 19, "definitions", "report, total")),
+        ("Rename total to grand_total.", (13, 19, "definitions", "report, total")),  # and where it is used
+        ("Rename RATE to TAX_RATE.", (0, 23, "document", None)),  # RATE to its use: nearly all of it
+        ("Make it faster.", (0, 23, "document", None)),
+        ("Fix total and unrelated.", (13, 23, "definitions", "total, unrelated")),
+    ],
+)
+def test_narrowed_scope_is_the_named_definitions(instruction, expected):
+    scope = narrowed_scope(MODULE, "python", instruction)
+    assert (scope.start_line, scope.end_line, scope.kind, scope.name) == expected
 
 
 def test_instruction_comment_line_is_in_the_region_but_not_in_the_source():

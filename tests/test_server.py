@@ -16,6 +16,7 @@ from fixes import fix_problems
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from texts import SHAPES
 
 from copyedit_lsp.edit import CUTS
 from copyedit_lsp.program import Copy, Gen, Program
@@ -59,6 +60,14 @@ async def start(client: LanguageClient, capabilities: str, options: dict, root: 
     @client.feature("copyedit/op")
     def op(params) -> None:
         client.ops.append(params)
+
+    client.asked = []  # window/showMessageRequest messages
+    client.choices = []  # the action each one is answered with, by title (default: none taken)
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def show_message_request(params: types.ShowMessageRequestParams):
+        client.asked.append(params)
+        return types.MessageActionItem(title=client.choices.pop(0)) if client.choices else None
 
     folders = [types.WorkspaceFolder(uri=root.as_uri(), name="ws")] if root else None
     await client.initialize_session(
@@ -205,6 +214,23 @@ async def test_edit_applies_minimal_versioned_edits_equal_to_the_decoders_result
     assert all(e.range.start.line in function_lines and e.range.end.line <= 6 for e in change.edits)
     progress = [v for reports in qwen.progress_reports.values() for v in reports]
     assert any(isinstance(v, types.WorkDoneProgressReport) and "copied" in (v.message or "") for v in progress)
+
+
+async def test_an_edit_without_a_range_edits_the_definition_its_instruction_names(qwen):
+    """No range: the server edits the function the instruction names (``area``, lines 4-5), and
+    nothing outside it."""
+    uri = "file:///tmp/named.py"
+    open_document(qwen, uri, PYTHON)
+    result = await run_edit(qwen, {"uri": uri, "instruction": "Fix the bug in area: it should square the radius."})
+    assert result["applied"] is True, result
+    progress = [v for reports in qwen.progress_reports.values() for v in reports]
+    begins = [v.message for v in progress if isinstance(v, types.WorkDoneProgressBegin)]
+    assert "editing function area (lines 4-5)" in begins, begins
+    (params,) = qwen.applied
+    (change,) = params.edit.document_changes
+    assert change.edits and all(3 <= e.range.start.line and e.range.end.line <= 5 for e in change.edits)
+    head, tail = PYTHON[: PYTHON.index("def area")], PYTHON[PYTHON.index("\n\n# copyedit") :]
+    assert result["text"] != PYTHON and result["text"].startswith(head) and result["text"].endswith(tail)
 
 
 def as_dict(params):
@@ -612,6 +638,37 @@ async def test_a_result_with_more_syntax_errors_is_refused_with_why(tiny_program
     (params,) = tiny_program.applied
     (change,) = params.edit.document_changes
     assert apply_lsp_edits(ADD_JS, change.edits) == result["text"]
+
+
+LOSS = "the edit loses code: it drops lines 4-9; area, perimeter (4 lines) that the instruction does not ask to drop"
+
+
+async def test_an_edit_that_loses_code_is_offered_only_when_the_user_takes_it(tiny_program):
+    """The tiny model's program for "Shorten describe." over all of shapes.py (a selection) writes
+    ``describe`` where ``area`` and ``perimeter`` were (and breaks the syntax: the syntax guard is
+    off, to see the loss guard alone).  The server asks the user, naming what is
+    lost: "Discard" (or no answer) applies nothing and says why; "Review it anyway" sends the edit
+    hunk by hunk, each to confirm, with the loss in the answer."""
+    client = tiny_program
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"syntaxGuard": False}))
+    uri = "file:///tmp/shapes.py"
+    open_document(client, uri, SHAPES)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 15, "character": 0}}
+    arguments = {"uri": uri, "range": everything, "instruction": "Shorten describe."}
+    client.choices = ["Discard"]
+    refused = await run_edit(client, arguments)
+    assert refused["applied"] is False and refused["reason"] == LOSS, refused
+    assert refused["loss"]["definitions"] == ["area", "perimeter"] and "def area" not in refused["text"]
+    (asked,) = client.asked
+    assert asked.message == f"copyedit: {LOSS}" and [a.title for a in asked.actions] == ["Review it anyway", "Discard"]
+    assert client.applied == [] and ended(client) == f"not applied: {LOSS}"
+    client.choices = ["Review it anyway"]
+    taken = await run_edit(client, arguments)
+    assert taken["applied"] is True and taken["text"] == refused["text"] and taken["loss"] == refused["loss"]
+    (params,) = client.applied
+    (change,) = params.edit.document_changes
+    assert apply_lsp_edits(SHAPES, change.edits) == taken["text"]
+    assert all(a.needs_confirmation for a in params.edit.change_annotations.values())
 
 
 @pytest_lsp.fixture(config=SERVER)

@@ -37,9 +37,11 @@ from tqdm import tqdm
 
 from ..decoder import Decoder
 from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
+from ..loss import lost_code
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
-from ..resolver import oracle_program
+from ..region import narrowed_scope
+from ..resolver import oracle_program, split_lines
 from .checks import Outcome, run_tests
 from .datasets import EditItem
 from .output import markdown_table, write_json
@@ -75,14 +77,20 @@ REMOTE_REFERENCES = {name: name.removeprefix("remote-") for name, options in MOD
 REMOTE_REFERENCES["remote-program"] = "program-unchecked"  # a completions server returns no logits to check copies by
 
 
-def _row(item: EditItem, name: str, result: EditResult, timeout: float) -> dict:
+def _row(item: EditItem, name: str, result: EditResult, timeout: float, text: str) -> dict:
+    """The row of ``result``, whose edited document is ``text``; an edit that loses code is not offered
+    (the document stays as it was), and its tests run on what is offered."""
     stats = result.stats
-    tests = run_tests(item, result.text, timeout=timeout).outcome
+    offered = item.before if result.loss is not None else text
+    tests = run_tests(item, offered, timeout=timeout).outcome
+    offered_loss = lost_code(item.before, offered, item.language, item.instruction)
     row = {
         "id": item.id,
         "mode": name,
-        "exact": result.text == item.after,
-        "text": result.text,
+        "exact": offered == item.after,
+        "text": text,
+        "refused": result.loss.describe() if result.loss is not None else None,  # lost code: not offered
+        "lines_lost": offered_loss.lines if offered_loss is not None else 0,  # by what is offered (0 by design)
         "passed": tests.passed,
         "tests": tests,  # an Outcome: passed, failed, could_not_run or no_tests
         "seconds": result.stats.total_seconds,
@@ -169,7 +177,7 @@ def first_divergence(
 
 
 def _mark_divergences(
-    decoder: Editor | None, items: Sequence[EditItem], rows: list[dict], examples: str | None
+    decoder: Editor | None, items: Sequence[EditItem], rows: list[dict], examples: str | None, narrow: bool
 ) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
     by_key = {(r["id"], r["mode"]): r for r in rows}
@@ -181,7 +189,9 @@ def _mark_divergences(
             assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
             options = _options(reference, item, ordered=True, examples=examples)
             decoder.prepare(options.mode)
-            prompt = decoder.prompt(item.before, item.instruction, options)
+            start, end = _region(item, narrow and options.program is None)
+            source = "".join(split_lines(item.before)[start:end])
+            prompt = decoder.prompt(source, item.instruction, options)
             at, gap, _ = first_divergence(decoder, prompt, base["tokens"], row["tokens"])
             row["divergence"] = {"at": at, "gap": gap}
 
@@ -204,12 +214,13 @@ def edits_benchmark(
     timeout: float = 10.0,
     progress: bool = True,
     log: RowLog | None = None,
+    narrow: bool = True,
 ) -> dict:
     """Run ``modes`` on every item of ``sets``, interleaved item by item; rows and aggregates per set.
 
     Local modes run on ``decoder``, remote modes on ``remote``. An edit that raises is recorded as
     an ``error`` row and the run goes on; ``log`` keeps each row as it is measured (and gives back
-    the rows of an earlier run)."""
+    the rows of an earlier run); ``narrow`` edits the lines each instruction concerns, not the whole text."""
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(MODES)}")
@@ -222,6 +233,7 @@ def edits_benchmark(
         "ordered": ordered,
         "examples": examples,
         "adapter": selector.name if selector else None,
+        "narrow": narrow,
         "sets": {},
     }
     total = sum(len(items) for items in sets.values()) * len(modes)
@@ -232,30 +244,48 @@ def edits_benchmark(
                 for name in modes:
                     row = log.get(set_name, item.id, name) if log is not None else None
                     if row is None:
-                        row = {"set": set_name} | _measure(
-                            remote if MODES[name].get("remote") else decoder, item, name, ordered, examples, timeout
-                        )
+                        editor = remote if MODES[name].get("remote") else decoder
+                        row = {"set": set_name} | _measure(editor, item, name, ordered, examples, timeout, narrow)
                         if log is not None:
                             log.add(row)
                     rows.append(row)
                     bar.update()
-            _mark_divergences(decoder, items, rows, examples)
+            _mark_divergences(decoder, items, rows, examples, narrow)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
 
+def _region(item: EditItem, narrow: bool) -> tuple[int, int]:
+    """The lines (0-based, end excluded) of ``item`` its edit covers: with ``narrow``, those the
+    instruction concerns (:func:`~copyedit_lsp.region.narrowed_scope`), else all."""
+    if not narrow:
+        return 0, len(split_lines(item.before))
+    scope = narrowed_scope(item.before, item.language, item.instruction)
+    return scope.start_line, scope.end_line
+
+
 def _measure(
-    editor: Editor | None, item: EditItem, name: str, ordered: bool, examples: str | None, timeout: float
+    editor: Editor | None,
+    item: EditItem,
+    name: str,
+    ordered: bool,
+    examples: str | None,
+    timeout: float,
+    narrow: bool = True,
 ) -> dict:
-    """The row of benchmark mode ``name`` on ``item``."""
+    """The row of benchmark mode ``name`` on ``item``: with ``narrow``, the edit of the lines the
+    instruction concerns (:func:`~copyedit_lsp.region.narrowed_scope`; forced mode edits the whole text)."""
     assert editor is not None
     options = _options(name, item, ordered=ordered, examples=examples)
+    lines = split_lines(item.before)
+    start, end = _region(item, narrow and options.program is None)
+    head, source, tail = "".join(lines[:start]), "".join(lines[start:end]), "".join(lines[end:])
     try:
         editor.warm(options)  # as in a server that has made edits before: the item is timed, not the prefix
-        result = editor.edit(item.before, item.instruction, options)
+        result = editor.edit(source, item.instruction, options)
     except Exception as error:  # recorded with its reason; the other items go on
         return _error_row(item, name, error)
-    return _row(item, name, result, timeout)
+    return _row(item, name, result, timeout, head + result.text + tail) | {"region": [start + 1, end]}
 
 
 def _against_local(name: str, mode_rows: dict[str, dict], local: dict[str, dict]) -> dict:
@@ -296,6 +326,8 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
             "decode_steps": sum(r["decode_steps"] for r in values),
             "output_tokens": sum(r["output_tokens"] for r in values),
             "spliced_tokens": sum(r["spliced_tokens"] for r in values),
+            "refused": sum(r.get("refused") is not None for r in values),  # lost code: not offered
+            "lines_lost": sum(r.get("lines_lost", 0) for r in values),  # by what is offered
         }
         if rewrite:
             entry["speedup_median"] = _median(
@@ -414,7 +446,7 @@ def _notes(summary: dict[str, dict]) -> list[str]:
         )
     if fallbacks := {name: e["fallbacks"] for name, e in summary.items() if "fallbacks" in e}:
         out.append(
-            "\nGave way to a rewrite (the program cut short, or its text parsing worse than the original): "
+            "\nGave way to a rewrite (the program cut short, its text parsing worse than the original, or losing code): "
             + ", ".join(f"{name} {count} of {summary[name]['items']} edits" for name, count in fallbacks.items())
             + "."
         )
@@ -425,9 +457,9 @@ def _notes(summary: dict[str, dict]) -> list[str]:
     return out
 
 
-RESULT_HEADERS = ("mode", "exact", "tests passed", "no result", "tests could not run", "parse rate",
-                  "median latency", "speedup over rewrite (median)", "decode steps", "output tokens",
-                  "spliced tokens")  # fmt: skip
+RESULT_HEADERS = ("mode", "exact", "tests passed", "no result", "tests could not run", "refused: loses code",
+                  "lines lost", "parse rate", "median latency", "speedup over rewrite (median)", "decode steps",
+                  "output tokens", "spliced tokens")  # fmt: skip
 BOUND_HEADERS = ("set", "items", "copied share of output", "bound (kernel s(N))", "bound if copies were free",
                  "measured forced")  # fmt: skip
 
@@ -436,7 +468,8 @@ def _result_row(name: str, e: dict) -> list:
     """One mode's row of a set's results table."""
     return [
         name, f"{e['exact']}/{e['items']}", f"{e['passed']}/{e['tested']}" if e["tested"] else "-",
-        e.get("errors", 0), e.get("untestable", 0), f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-",
+        e.get("errors", 0), e.get("untestable", 0), e.get("refused", 0), e.get("lines_lost", 0),
+        f"{e['parse_rate']:.0%}" if "parse_rate" in e else "-",
         f"{e['median_seconds']:.2f} s" if e["median_seconds"] is not None else "-",
         f"{e['speedup_median']:.2f}x" if e.get("speedup_median") is not None else "-",
         e["decode_steps"], e["output_tokens"], e["spliced_tokens"],

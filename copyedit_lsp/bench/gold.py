@@ -1,7 +1,9 @@
-"""``copyedit bench check-gold``: every item's gold answer (its after text) through the test harness.
+"""``copyedit bench check-gold``: every item's gold answer (its after text) through the test harness
+and through the guard against lost code.
 
 A set whose gold answers fail its tests would count right edits as wrong, so a set is checked before
-figures from it are trusted. Gold answers whose tests could not run need packages first (the
+figures from it are trusted; a guard that refuses gold answers would refuse right edits
+(:mod:`~copyedit_lsp.loss`). Gold answers whose tests could not run need packages first (the
 ``[bench]`` extra for Python, ``make bench-npm`` for JavaScript)."""
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
+from ..loss import lost_code
 from .checks import Outcome, Verdict, run_tests
 from .datasets import EditItem
 
 
 @dataclass(frozen=True)
 class GoldCheck:
-    """An edit set's gold answers under its tests: each item's verdict, by id."""
+    """An edit set's gold answers under its tests and the loss guard: each item's verdict, and what
+    the guard says each refused gold answer loses, by id."""
 
     verdicts: dict[str, Verdict]
+    refused: dict[str, str]
 
     def count(self, outcome: Outcome) -> int:
         """How many gold answers ended in ``outcome``."""
@@ -41,16 +46,19 @@ class GoldCheck:
         return (
             {"items": len(self.verdicts)}
             | {outcome: self.count(outcome) for outcome in Outcome}
-            | {"problems": problems}
+            | {"problems": problems, "refused_by_guard": self.refused}
         )
 
 
 def check_gold(
     items: Sequence[EditItem], *, timeout: float = 10.0, progress: bool = True, label: str | None = None
 ) -> GoldCheck:
-    """Run every item's after text through its tests (with a progress bar named ``label`` on stderr)."""
+    """Run every item's after text through its tests (with a progress bar named ``label`` on stderr)
+    and through the loss guard, as a result of its before text and instruction."""
     bar = tqdm(items, desc=label, unit="item", disable=not progress, file=sys.stderr)
-    return GoldCheck({item.id: run_tests(item, item.after, timeout=timeout) for item in bar})
+    verdicts = {item.id: run_tests(item, item.after, timeout=timeout) for item in bar}
+    losses = {item.id: lost_code(item.before, item.after, item.language, item.instruction) for item in items}
+    return GoldCheck(verdicts, {item_id: loss.describe() for item_id, loss in losses.items() if loss is not None})
 
 
 def format_report(checks: dict[str, GoldCheck]) -> str:
@@ -60,4 +68,7 @@ def format_report(checks: dict[str, GoldCheck]) -> str:
         counts = [f"{check.count(o)} {o.label}" for o in Outcome if o != Outcome.NO_TESTS or check.count(o)]
         lines.append(f"{name}: {len(check.verdicts)} gold answers: {', '.join(counts)}")
         lines += [f"  {item_id}: {v.outcome.label}: {v.reason}" for item_id, v in check.problems.items()]
+        share = len(check.refused) / max(len(check.verdicts), 1)
+        lines.append(f"  refused by the loss guard: {len(check.refused)} of {len(check.verdicts)} ({share:.1%})")
+        lines += [f"    {item_id}: {why}" for item_id, why in check.refused.items()]
     return "\n".join(lines)
