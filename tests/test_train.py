@@ -20,7 +20,7 @@ from strategies import edits
 from copyedit_lsp import adapters
 from copyedit_lsp.adapters import resolve_selector
 from copyedit_lsp.backend import Backend, BackendError, Vocabulary
-from copyedit_lsp.bench.datasets import load_items
+from copyedit_lsp.bench.datasets import data_dir, load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions
 from copyedit_lsp.models import ModelError
@@ -33,10 +33,11 @@ from copyedit_lsp.train.data import (
     Recipe,
     build,
     check_no_leak,
-    forbidden_texts,
+    forbidden_windows,
     intent,
     leaks,
     regions_of,
+    windows,
     with_context,
 )
 from copyedit_lsp.train.sequence import answer_sequence, widened
@@ -154,8 +155,8 @@ def test_data_builder_leaves_out_shared_data_text(tmp_path):
         item.after.strip() + "\n\n\ndef other(values):\n    total = 0\n    for value in values:\n"
         "        total += value * 2\n    return total\n"
     )
-    forbidden = forbidden_texts()
-    assert item.after.strip() in forbidden
+    forbidden = forbidden_windows()
+    assert windows(item.after) <= forbidden
     recipe = replace(small_recipe(), counts=(("bug", 4), ("rename", 4)))
     built = build(recipe, {"python": [planted]}, forbidden)
     assert built, "the file's other function still gives edits"
@@ -164,6 +165,17 @@ def test_data_builder_leaves_out_shared_data_text(tmp_path):
     bad = Example("bug", "python", "Fix it.", item.before, item.after, "planted")
     with pytest.raises(ValueError, match="evaluation text"):
         check_no_leak([bad], forbidden)
+
+
+def test_three_lines_of_a_canitedit_item_reindented_are_a_leak():
+    """CanItEdit is a yardstick only: three of its lines in a row, indented otherwise, leak."""
+    item = load_items(str(data_dir() / "canitedit" / "test.jsonl"), format="canitedit")[0]
+    lines = [line for line in item.before.splitlines() if len(line.strip()) > 12][:3]
+    planted = "def wrapper():\n" + "".join(f"        {line.strip()}\n" for line in lines)
+    forbidden = forbidden_windows()
+    assert leaks(Example("bug", "python", "Fix it.", planted, planted, "planted"), forbidden)
+    kept = "def wrapper():\n" + "".join(f"    {line.strip()}\n" for line in lines[:2])  # two lines: no window
+    assert not leaks(Example("bug", "python", "Fix it.", kept, kept, "planted"), forbidden)
 
 
 @pytest.mark.model

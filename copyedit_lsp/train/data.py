@@ -15,7 +15,8 @@ in its file (:func:`with_context`), so line 1 of an edit is not always its defin
 * ``rename``: a local name, or the function itself, renamed everywhere in the region;
 * ``distill`` (:mod:`.distill`): the base model's own rewrites of real code, kept where they parse.
 
-:func:`check_no_leak` refuses any edit that holds an evaluation item's before- or after-text.
+:func:`check_no_leak` refuses any edit that holds three lines in a row (whitespace aside) of an
+evaluation item's before- or after-text, CanItEdit's included.
 The data is built by a command, never committed: it is other people's code.
 """
 
@@ -692,10 +693,13 @@ def sources(node_modules: Path) -> dict[str, list[Path]]:
 
 
 def build(
-    recipe: Recipe, files: dict[str, list[Path]], forbidden: list[str], progress: Callable[[int], None] | None = None
+    recipe: Recipe,
+    files: dict[str, list[Path]],
+    forbidden: frozenset[str],
+    progress: Callable[[int], None] | None = None,
 ) -> list[Example]:
     """Every synthetic edit of the recipe from ``files`` (by language), in a deterministic order,
-    none holding a ``forbidden`` text."""
+    none holding a ``forbidden`` window (:func:`forbidden_windows`)."""
     pools = {
         language: list(collect_regions(files.get(language, []), language, recipe))
         for language in ("python", "javascript")
@@ -737,28 +741,40 @@ def build(
     return examples
 
 
-def forbidden_texts() -> list[str]:
-    """The before- and after-texts of every shared evaluation item (stripped; short ones left out)."""
-    from ..bench.datasets import PRESETS, load_items
+WINDOW_LINES = 3
+WINDOW_CHARS = 30  # windows shorter than this (``}`` ``});`` ``return x``) are everyone's code, no one's item
 
-    texts = set()
+
+def forbidden_windows() -> frozenset[str]:
+    """Every window of :data:`WINDOW_LINES` consecutive non-blank lines (whitespace normalized) of the
+    before- and after-texts of every evaluation set in the shared data (CanItEdit's both styles too)."""
+    from ..bench.datasets import PRESETS, data_dir, load_items
+
+    texts: set[str] = set()
     for name in PRESETS:
-        try:
-            items = load_items(name)
-        except FileNotFoundError:
-            continue
-        for item in items:
-            texts |= {t.strip() for t in (item.before, item.after) if len(t.strip()) >= 40}
-    return sorted(texts)
+        texts |= {text for item in load_items(name) for text in (item.before, item.after)}
+    canitedit = data_dir() / "canitedit" / "test.jsonl"
+    if canitedit.is_file():
+        texts |= {text for item in load_items(str(canitedit), format="canitedit") for text in (item.before, item.after)}
+    return frozenset(window for text in texts for window in windows(text))
 
 
-def leaks(example: Example, forbidden: list[str]) -> bool:
-    """Whether an evaluation text occurs in the example's before- or after-text."""
-    return any(text in example.before or text in example.after for text in forbidden)
+def windows(text: str) -> set[str]:
+    """The whitespace-normalized windows of :data:`WINDOW_LINES` consecutive non-blank lines of
+    ``text`` at least :data:`WINDOW_CHARS` long."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    found = ("\n".join(lines[i : i + WINDOW_LINES]) for i in range(len(lines) - WINDOW_LINES + 1))
+    return {window for window in found if len(window) >= WINDOW_CHARS}
 
 
-def check_no_leak(examples: list[Example], forbidden: list[str]) -> None:
-    """Raise ValueError if any example holds an evaluation item's text."""
+def leaks(example: Example, forbidden: frozenset[str]) -> bool:
+    """Whether a window of an evaluation text occurs in the example's before- or after-text."""
+    return not forbidden.isdisjoint(windows(example.before) | windows(example.after))
+
+
+def check_no_leak(examples: list[Example], forbidden: frozenset[str]) -> None:
+    """Raise ValueError if any example holds a window of an evaluation item's text."""
     bad = [e.origin for e in examples if leaks(e, forbidden)]
     if bad:
         raise ValueError(f"{len(bad)} training edits hold evaluation text, e.g. {bad[0]}")

@@ -29,7 +29,7 @@ from .data import (
     build,
     check_no_leak,
     collect_regions,
-    forbidden_texts,
+    forbidden_windows,
     leaks,
     node_modules_default,
     sources,
@@ -74,7 +74,7 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
     path = plan.out / "examples.jsonl"
     if path.exists():
         return [Example(**row) for row in _read_jsonl(path)]
-    forbidden = forbidden_texts()
+    forbidden = forbidden_windows()
     total = sum(count for _, count in plan.recipe.counts)
     with tqdm(total=total, desc="synthetic edits", disable=not progress) as bar:
         files = sources(plan.node_modules)
