@@ -447,6 +447,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate,
     )
     recipe = Recipe(seed=args.seed)
+    if args.kinds:
+        recipe = replace(recipe, counts=args.kinds)
     if args.javascript_share is not None:
         recipe = replace(recipe, javascript_share=args.javascript_share)
     if args.intent_share:
@@ -641,6 +643,21 @@ def _add_bench_edits(bench) -> None:
     edits.set_defaults(func=cmd_bench_edits)
 
 
+def _kind_counts(text: str) -> tuple[tuple[str, int], ...]:
+    """``KIND=COUNT,...`` as the recipe's counts."""
+    from .train.data import Recipe
+    from .train.modules import MODULE_KINDS
+
+    known = {kind for kind, _ in Recipe().counts} | set(MODULE_KINDS)
+    counts = []
+    for part in text.split(","):
+        kind, _, count = part.partition("=")
+        if kind not in known or not count.isdigit():
+            raise argparse.ArgumentTypeError(f"{part!r}: give KIND=COUNT with a kind of {sorted(known)}")
+        counts.append((kind, int(count)))
+    return tuple(counts)
+
+
 def _add_train_command(commands) -> None:
     from .models import DEFAULT_MODEL
 
@@ -649,6 +666,13 @@ def _add_train_command(commands) -> None:
     train.add_argument("--out", default="train-runs/selector", help="the run's folder (an interrupted run resumes)")
     train.add_argument("--seed", type=int, default=0, help="the data recipe's seed")
     train.add_argument("--scale", type=float, default=1.0, help="multiply every count of the data recipe")
+    train.add_argument(
+        "--kinds",
+        type=_kind_counts,
+        help="the recipe's edits instead of its own, as KIND=COUNT,... (e.g. module-bug=60,module-rename=30,bug=100); "
+        "kinds: bug, bugs, file-bug, docstring, comments, types, rename, module-bug, module-rename, "
+        "module-docstrings, module-types, module-constant",
+    )
     train.add_argument("--distill", type=int, default=80, help="self-distilled edits (the base model's rewrites)")
     train.add_argument(
         "--distill-fixes", type=int, default=0, help="synthetic bugs learned as the base model's own rewrite fixes them"

@@ -81,9 +81,9 @@ def stdlib_sample(count=120):
 
 def test_data_builder_is_deterministic():
     files = {"python": stdlib_sample()}
-    first = build(small_recipe(), files, [])
-    assert first == build(small_recipe(), files, [])
-    assert first != build(small_recipe(seed=1), files, [])
+    first = build(small_recipe(), files, frozenset())
+    assert first == build(small_recipe(), files, frozenset())
+    assert first != build(small_recipe(seed=1), files, frozenset())
     kinds = {e.kind for e in first}
     assert {"bug", "bugs", "docstring", "rename"} <= kinds
     for example in first:
@@ -133,8 +133,8 @@ def test_some_bug_instructions_say_what_the_function_must_do():
     assert intent('def f(x):\n    """Set it (e.g. to 1)."""\n', "f") is None  # cut inside its parentheses
     assert intent('def g(x):\n    """Push all items."""\n', "f") is None  # another function's
     files = {"python": stdlib_sample()}
-    plain = build(small_recipe(), files, [])
-    told = build(replace(small_recipe(), intent_share=1.0), files, [])
+    plain = build(small_recipe(), files, frozenset())
+    told = build(replace(small_recipe(), intent_share=1.0), files, frozenset())
     assert [(e.kind, e.before, e.after) for e in told] == [(e.kind, e.before, e.after) for e in plain]
     changed = [(p, t) for p, t in zip(plain, told, strict=True) if p.instruction != t.instruction]
     assert changed and all(t.kind in ("bug", "bugs") for _, t in changed)

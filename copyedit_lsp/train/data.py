@@ -13,7 +13,9 @@ in its file (:func:`with_context`), so line 1 of an edit is not always its defin
   the Python bugs says what the function must do in its docstring's words (:func:`with_intent`);
 * ``docstring``, ``comments``, ``types``: what real code has and the before-text lacks;
 * ``rename``: a local name, or the function itself, renamed everywhere in the region;
-* ``distill`` (:mod:`.distill`): the base model's own rewrites of real code, kept where they parse.
+* ``distill`` (:mod:`.distill`): the base model's own rewrites of real code, kept where they parse;
+* ``module-*`` (:mod:`.modules`): whole-module edits over 40 to 150 lines of a file (a bug told by
+  its symptom, a rename everywhere, docstrings or types of several functions, a constant).
 
 :func:`check_no_leak` refuses any edit that holds three lines in a row (whitespace aside) of an
 evaluation item's before- or after-text, CanItEdit's included.
@@ -699,7 +701,10 @@ def build(
     progress: Callable[[int], None] | None = None,
 ) -> list[Example]:
     """Every synthetic edit of the recipe from ``files`` (by language), in a deterministic order,
-    none holding a ``forbidden`` window (:func:`forbidden_windows`)."""
+    none holding a ``forbidden`` window (:func:`forbidden_windows`); the ``module-`` kinds are
+    :mod:`.modules`'."""
+    from .modules import MODULE_KINDS, module_example  # it builds on this module
+
     pools = {
         language: list(collect_regions(files.get(language, []), language, recipe))
         for language in ("python", "javascript")
@@ -708,7 +713,7 @@ def build(
     for kind, count in recipe.counts:
         shares = {"javascript": round(count * recipe.javascript_share), "python": 0}
         shares["python"] = count - shares["javascript"]
-        if kind in ("docstring", "types"):
+        if kind in ("docstring", "types", "module-docstrings", "module-types"):
             shares = {"python": count, "javascript": 0}
         for language, wanted in shares.items():
             pool = pools[language]
@@ -722,7 +727,9 @@ def build(
                 if made >= wanted:
                     break
                 path, text, regions = pool[index]
-                if kind == "file-bug":
+                if kind in MODULE_KINDS:
+                    example = module_example(kind, text, language, path.name, rng)
+                elif kind == "file-bug":
                     run = top_level_run(text, language, path.name, rng, recipe.max_file_lines)
                     example = file_example(run, rng) if run else None
                 else:
