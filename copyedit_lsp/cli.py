@@ -232,7 +232,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from .edit import CUTS, EditOptions, EditProgress
     from .languages import language_of_path
-    from .region import loss_refusal, narrowed_scope
+    from .region import choice_names, loss_refusal, narrowed_scope
     from .resolver import split_lines
 
     path = Path(args.file)
@@ -243,21 +243,26 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return 2
     lines = split_lines(text)
     language = language_of_path(path.name) or ""
+    if args.lines is not None and args.lines[1] > max(len(lines), 1):
+        print(
+            f"copyedit: --lines {args.lines[0]}-{args.lines[1]} is outside the file's {len(lines)} lines",
+            file=sys.stderr,
+        )
+        return 2
+    editor = _open_editor(args, mode=args.mode, splice=args.splice)
     if args.lines is not None:
         first, last = args.lines
     elif args.whole_file:
         first, last = 1, max(len(lines), 1)
-    else:  # what the instruction is about
-        scope = narrowed_scope(text, language, args.instruction)
+    else:  # what the instruction is about (where it names nothing in a long file, as the model says)
+        names = choice_names(text, language, args.instruction)
+        chosen = editor.choose(text, args.instruction, language, names) if names else None
+        scope = narrowed_scope(text, language, args.instruction, chosen)
         first, last = scope.start_line + 1, max(scope.end_line, 1)
         if scope.kind != "document":
             what = f"{scope.kind} {scope.name}"
             print(f"copyedit: editing {what} (lines {first}-{last}; --whole-file edits it all)", file=sys.stderr)
-    if last > max(len(lines), 1):
-        print(f"copyedit: --lines {first}-{last} is outside the file's {len(lines)} lines", file=sys.stderr)
-        return 2
     head, region, tail = "".join(lines[: first - 1]), "".join(lines[first - 1 : last]), "".join(lines[last:])
-    editor = _open_editor(args, mode=args.mode, splice=args.splice)
     with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
 
         def progress(update: EditProgress) -> None:

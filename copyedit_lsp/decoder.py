@@ -54,7 +54,7 @@ from .edit import (
     rewritten_text,
 )
 from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
-from .prompt import ChatTemplate, SourceView, as_model_sees
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
 from .tokens import (
     REOPEN,
@@ -184,6 +184,21 @@ class Decoder:
             result = self._program(run, prompt, source, options)
         run.stats.total_seconds = time.perf_counter() - started
         return fall_back(self, result, source, instruction, options, mode="lookup", stop=stop, on_progress=on_progress)
+
+    def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
+        """The definition the instruction is about (:meth:`~copyedit_lsp.edit.Editor.choose`): the
+        base model's greedy choice, token by token, among the names and the whole file."""
+        self.prepare("rewrite")
+        prompt = self.backend.tokenize(self.template.choice_prompt(source, instruction, language, names), special=True)
+        if self.backend.make_room(len(prompt) + 64):
+            self._prefixes.clear()
+        if len(prompt) + 64 > self.backend.n_ctx:
+            raise ContextOverflow(f"the file ({len(prompt)} tokens with the question) does not fit the context")
+        run = TokenRun(self.backend, EditWatch(EditStats(mode="choice"), None, None), force=True, merge=True)
+        run.prefill(prompt)
+        pieces = {name: self.backend.tokenize(f"{name}`") for name in (*names, WHOLE_FILE)}
+        chosen = PieceTrie(pieces).walk(run, None)
+        return None if chosen == WHOLE_FILE else chosen
 
     def prompt(self, source: str, instruction: str, options: EditOptions = EditOptions()) -> list[int]:
         """The prompt's tokens for an edit: the conversation and the opening of the answer."""

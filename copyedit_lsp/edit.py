@@ -234,6 +234,11 @@ class Editor(Protocol):
         ``stop()`` is true) or ValueError for options it cannot run."""
         ...
 
+    def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
+        """The one of ``names`` (definitions of ``source``) the instruction is about, as the base
+        model says when it may say only one of them or the whole file (None)."""
+        ...
+
     def close(self) -> None:
         """Free the model or the connection."""
         ...

@@ -125,6 +125,19 @@ class Engine:
         finally:
             self.running.discard(stop)
 
+    async def choose(
+        self, source: str, instruction: str, settings: Settings, *, language: str, names: list[str]
+    ) -> str | None:
+        """The decoder's choice of the definition an instruction is about, after the queued edits."""
+
+        def work() -> str | None:
+            if self._load_error is not None:
+                raise self._load_error
+            assert self._decoder is not None, "load() runs before any choice"
+            return self._decoder.choose(source, instruction, language, names)
+
+        return await asyncio.wrap_future(self._executor.submit(work))
+
     def cancel_all(self) -> int:
         """Set the stop flag of every queued or running edit; return how many."""
         for stop in self.running:

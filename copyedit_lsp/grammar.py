@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -137,4 +138,13 @@ def gen_rest_grammar() -> str:
 
 def literal_grammar(text: str) -> str:
     """GBNF that admits exactly ``text`` (a scripted op, for the remote backend's forced mode)."""
-    return 'root ::= "' + "".join(_ESCAPES.get(c, c if c >= " " else f"\\x{ord(c):02x}") for c in text) + '"\n'
+    return choice_grammar([text])
+
+
+def choice_grammar(texts: Sequence[str]) -> str:
+    """GBNF that admits exactly one of ``texts``."""
+    return "root ::= " + " | ".join(f'"{_literal(text)}"' for text in texts) + "\n"
+
+
+def _literal(text: str) -> str:
+    return "".join(_ESCAPES.get(c, c if c >= " " else f"\\x{ord(c):02x}") for c in text)

@@ -8,6 +8,7 @@ model's context exactly as :func:`SourceView.span` returns them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NoReturn
@@ -139,6 +140,27 @@ def rewrite_messages(instruction: str, source: str, language: str, examples: str
     return messages
 
 
+WHOLE_FILE = "the whole file"
+CHOICE_SYSTEM = (
+    "You read a file and an instruction to edit it. Name the one definition of the file whose code must "
+    "change to do what the instruction says, or the whole file when the instruction is about all of it."
+)
+CHOICE_PREFIX = "The definition that must change is `"  # the answer: a name, then a closing backtick
+
+
+def choice_messages(instruction: str, source: str, language: str, names: Sequence[str]) -> list[dict[str, str]]:
+    """Chat messages asking which of ``names`` (a file's definitions) an instruction is about; the
+    answer continues after :data:`CHOICE_PREFIX` with one of them or :data:`WHOLE_FILE`, then a backtick.
+    (Quoted names: unquoted, a name that starts with an English word, ``with_header``, wins too often.)"""
+    code = source if source.endswith("\n") else source + "\n"
+    listed = "\n".join(f"- `{name}`" for name in (*names, WHOLE_FILE))
+    user = (
+        f"Code:\n```{language}\n{code}```\n\nInstruction: {instruction}\n\nDefinitions:\n{listed}\n\n"
+        "Which definition must change?"
+    )
+    return [{"role": "system", "content": CHOICE_SYSTEM}, {"role": "user", "content": user}]
+
+
 def program_prefix() -> str:
     return PROGRAM_OPEN
 
@@ -208,6 +230,10 @@ class ChatTemplate:
             strftime_now=lambda spec: datetime.now().strftime(spec),
         )
         return prompt + answer_prefix
+
+    def choice_prompt(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str:
+        """The prompt text of the choice among a file's definitions (:func:`choice_messages`)."""
+        return self.render(choice_messages(instruction, source, language, names), CHOICE_PREFIX)
 
     def edit_prompt(
         self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str

@@ -77,8 +77,9 @@ class Region:
     comment_line: int | None = None
 
 
-def plan_region(text: str, language_id: str | None, arguments: EditArguments) -> Region:
-    """The lines an edit covers: the selection, else the enclosing definition, else the document."""
+def plan_region(text: str, language_id: str | None, arguments: EditArguments, chosen: str | None = None) -> Region:
+    """The lines an edit covers: the selection, else the enclosing definition, else what the
+    instruction names (or the model ``chosen``: :func:`narrowed_scope`), else the document."""
     lines = split_lines(text)
     last = max(len(lines) - 1, 0)
     if arguments.range is not None:
@@ -101,7 +102,7 @@ def plan_region(text: str, language_id: str | None, arguments: EditArguments) ->
     else:
         scope = edit_scope(text, language_id, first, final) if arguments.range is not None else None
         if scope is None or scope.kind == "document":  # no definition at the cursor: what the instruction is about
-            scope = narrowed_scope(text, language_id, arguments.instruction or "")
+            scope = narrowed_scope(text, language_id, arguments.instruction or "", chosen)
         start_line, end_line, kind, name = scope.start_line, scope.end_line, scope.kind, scope.name
     if comment is not None:
         start_line, end_line = min(start_line, comment), max(end_line, comment + 1)
@@ -115,18 +116,23 @@ _SPREAD = re.compile(
     r"\b(renam|rename|everywhere|throughout|caller|call site|call-site|usage|uses\b|parameter|argument|signature)",
     re.IGNORECASE,
 )
+_EVERY = re.compile(r"\b(all|every|each|everywhere|throughout|whole|entire)\b", re.IGNORECASE)
 WHOLE_SHARE = 0.9  # a narrowed region this much of the document is the document
 
 
-def narrowed_scope(text: str, language_id: str | None, instruction: str) -> Scope:
+CHOICE_LINES = 60  # a document this long whose instruction names no definition has the model choose one
+
+
+def narrowed_scope(text: str, language_id: str | None, instruction: str, chosen: str | None = None) -> Scope:
     """The lines an instruction on a whole document concerns: the top-level definitions (functions,
     classes, assignments) whose names it says, or whose definitions it names (a method: its class),
     with, where it speaks of renaming, parameters, callers or uses, the top-level definitions that
     use those names; from the first to the last of them.  The document where it names none (or they
-    cover nearly all of it)."""
+    cover nearly all of it).  ``chosen`` counts as said: the definition the model chose
+    (:func:`choice_names`)."""
     lines = split_lines(text)
     whole = Scope(0, len(lines), "document", None)
-    said = set(_NAME.findall(instruction))
+    said = set(_NAME.findall(instruction)) | ({chosen} if chosen else set())
     units = _top_level_units(text, language_id)
     named = [unit for unit in units if unit.name in said or any(d.name in said for d in unit.inner)]
     if not named:
@@ -140,6 +146,18 @@ def narrowed_scope(text: str, language_id: str | None, instruction: str) -> Scop
     if len(named) == 1:
         return Scope(start, end, named[0].kind, named[0].name)
     return Scope(start, end, "definitions", ", ".join(sorted({u.name for u in named})))
+
+
+def choice_names(text: str, language_id: str | None, instruction: str) -> list[str]:
+    """The top-level functions and classes the model chooses among, where an instruction on the
+    whole document names none of them, does not speak of all of it, and the document has
+    :data:`CHOICE_LINES` lines or more; else none (no choice to make)."""
+    if len(split_lines(text)) < CHOICE_LINES or narrowed_scope(text, language_id, instruction).kind != "document":
+        return []
+    if _EVERY.search(instruction):  # about all of it
+        return []
+    names = [unit.name for unit in _top_level_units(text, language_id) if unit.kind in ("function", "class")]
+    return names if len(names) >= 2 else []
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ from .edit import (
     replaced_through,
     rewritten_text,
 )
-from .grammar import gen_rest_grammar, literal_grammar, op_grammar
+from .grammar import choice_grammar, gen_rest_grammar, literal_grammar, op_grammar
 from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
-from .prompt import ChatTemplate, SourceView, as_model_sees
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
 from .resolver import resolve
 
 API_KEY_VARIABLE = "COPYEDIT_API_KEY"
@@ -336,6 +336,20 @@ class RemoteDecoder:
         (:class:`~copyedit_lsp.edit.Editor`): one request for one token, not counted."""
         prefix = "".join(fixed_prefix(lambda source, instruction: self._prompt(source, instruction, options)))
         self.completions.stream(prefix, grammar=None, max_tokens=1, model=self.model, on_piece=lambda answer: False)
+
+    def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
+        """The definition the instruction is about (:meth:`~copyedit_lsp.edit.Editor.choose`): one
+        request whose grammar admits only the names and the whole file."""
+        pieces = {f"{name}`": name for name in (*names, WHOLE_FILE)}
+        prompt = self.template.choice_prompt(source, instruction, language, names)
+        session = _Session(self, EditWatch(EditStats(mode="choice"), None, None))
+        answer = session.complete(prompt, choice_grammar(list(pieces)), max_tokens=64)
+        chosen = pieces.get(answer.text)
+        if chosen is None:
+            raise RemoteError(
+                f"the server's answer {answer.text[:80]!r} is none of the choices: it ignored the grammar"
+            )
+        return None if chosen == WHOLE_FILE else chosen
 
     def _prompt(self, source: str, instruction: str, options: EditOptions) -> str:
         return self.template.edit_prompt(

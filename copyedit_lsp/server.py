@@ -50,6 +50,7 @@ from .region import (
     RefactorArguments,
     Region,
     check_size,
+    choice_names,
     chunk_lines,
     loss_refusal,
     narrowed_scope,
@@ -456,7 +457,7 @@ class _Progress:
             self.ls.protocol.notify(OP_NOTIFICATION, self.live.done(self._rate(stats) if stats else 0.0))
 
     def end(self, message: str) -> None:
-        if self.enabled:
+        if self.enabled and self.token in self.ls.work_done_progress.tokens:  # begun
             self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
             self.ls.work_done_progress.tokens.pop(self.token, None)
 
@@ -592,9 +593,11 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     text, version = document.source, document.version
     language = language_for(document.language_id, args.uri)
     region = await asyncio.to_thread(_invalid_params, EDIT_COMMAND, plan_region, text, language, args)
-    what = f"{region.kind} {region.name}" if region.name else region.kind
     async with _work(ls, EDIT_COMMAND, "copyedit") as progress:
         with _editing(ls, args.uri, progress.stop):
+            if region.kind == "document":  # the instruction names no definition: the model may choose one
+                region = await _chosen_region(ls, text, language, args, region)
+            what = f"{region.kind} {region.name}" if region.name else region.kind
             progress.live = LiveOps(args.uri, region.start)
             await progress.begin(f"editing {what} (lines {region.start + 1}-{region.end})")
             result = None
@@ -634,6 +637,17 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     progress.end(done)
     summary = {"applied": answer.applied, "edits": len(edits), "text": new_text} | _answer(result)
     return summary | ({"hunks": answer.hunks} if answer.hunks is not None else {})
+
+
+async def _chosen_region(
+    ls: CopyeditServer, text: str, language: str | None, args: EditArguments, region: Region
+) -> Region:
+    """The region of the definition the model says a long document's instruction is about, else ``region``."""
+    names = await asyncio.to_thread(choice_names, text, language, args.instruction or "")
+    if not names:
+        return region
+    chosen = await ls.engine.choose(text, args.instruction or "", ls.settings, language=language or "", names=names)
+    return await asyncio.to_thread(plan_region, text, language, args, chosen) if chosen else region
 
 
 def _document_to_edit(ls: CopyeditServer, args: EditArguments):

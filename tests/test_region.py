@@ -9,6 +9,7 @@ from copyedit_lsp.region import (
     EditArguments,
     Position,
     Range,
+    choice_names,
     narrowed_scope,
     parse_arguments,
     plan_region,
@@ -245,3 +246,15 @@ def test_syntax_guard_sees_tree_sitter_errors_and_python_indentation_errors():
     assert adds_syntax_errors(good, good + "        total += v\n", "python")  # tree-sitter accepts this one
     assert adds_syntax_errors("f(1);\n", "f(1;\n", "javascript")
     assert not adds_syntax_errors("x\n", "x(\n", None)
+
+
+def test_the_model_chooses_only_in_a_long_document_whose_instruction_names_nothing():
+    long = MODULE + "".join(f"\n\ndef extra_{n}(x):\n    return x + {n}\n" for n in range(10))
+    assert len(long.splitlines()) >= 60 > len(MODULE.splitlines())
+    assert choice_names(MODULE, "python", "Make it faster.") == []  # short: the document
+    assert choice_names(long, "python", "Fix the bug in total.") == []  # a name said
+    assert choice_names(long, "python", "Add type hints to every function.") == []  # all of it
+    names = choice_names(long, "python", "Rounding is off in the summary line.")
+    assert names[:4] == ["Shape", "total", "report", "unrelated"] and "RATE" not in names
+    chosen = narrowed_scope(long, "python", "Rounding is off in the summary line.", "report")
+    assert (chosen.start_line, chosen.end_line, chosen.name) == (17, 19, "report")

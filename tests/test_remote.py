@@ -31,6 +31,7 @@ from copyedit_lsp.grammar import gen_rest_grammar
 from copyedit_lsp.models import DEFAULT_MODEL
 from copyedit_lsp.program import Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
+from copyedit_lsp.region import choice_names
 from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
 from copyedit_lsp.resolver import oracle_program
 from copyedit_lsp.textedits import apply_lsp_edits
@@ -155,6 +156,21 @@ def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, loca
         there = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite", language=item.language))
         assert there.text == here.text, item.id
         assert there.stats.requests == 1
+
+
+def test_the_choice_of_a_definition_is_the_same_remotely(remote_decoder, local_decoder):
+    """The model's choice among a long file's definitions: the local decoder walks the names'
+    tokens, the server answers under a grammar of the names; greedy, the same answer."""
+    from test_loss import ROUTER
+
+    names = choice_names(ROUTER, "python", SYMPTOM_WITHOUT_NAMES)
+    assert "parse_query" in names and len(names) >= 8
+    local = local_decoder.choose(ROUTER, SYMPTOM_WITHOUT_NAMES, "python", names)
+    assert local == "parse_query"  # the base model, asked with the names quoted
+    assert remote_decoder.choose(ROUTER, SYMPTOM_WITHOUT_NAMES, "python", names) == local
+
+
+SYMPTOM_WITHOUT_NAMES = "Query strings lose everything after an equals sign in a value, like token=abc==."
 
 
 def check_forced_mode(remote: RemoteDecoder, items) -> None:

@@ -233,6 +233,23 @@ async def test_an_edit_without_a_range_edits_the_definition_its_instruction_name
     assert result["text"] != PYTHON and result["text"].startswith(head) and result["text"].endswith(tail)
 
 
+async def test_an_instruction_that_names_nothing_in_a_long_file_edits_what_the_model_chooses(qwen):
+    """No range, a 96-line file, an instruction by its symptom that names no definition: the base
+    model chooses ``parse_query`` among the file's definitions, and only its lines are edited."""
+    from test_loss import ROUTER
+
+    uri = "file:///tmp/router.py"
+    open_document(qwen, uri, ROUTER)
+    instruction = "Query strings lose everything after an equals sign in a value, like token=abc==."
+    result = await run_edit(qwen, {"uri": uri, "instruction": instruction})
+    progress = [v for reports in qwen.progress_reports.values() for v in reports]
+    begins = [v.message for v in progress if isinstance(v, types.WorkDoneProgressBegin)]
+    first = ROUTER[: ROUTER.index("def parse_query")].count("\n")
+    assert f"editing function parse_query (lines {first + 1}-{first + 9})" in begins, begins
+    head, tail = ROUTER[: ROUTER.index("def parse_query")], ROUTER[ROUTER.index("\n\n\ndef echo") :]
+    assert result["text"].startswith(head) and result["text"].endswith(tail), result
+
+
 def as_dict(params):
     """A notification's params as plain JSON values (pygls gives a custom method's as namedtuples)."""
     if hasattr(params, "_asdict"):

@@ -40,7 +40,7 @@ from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
 from ..loss import lost_code
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
-from ..region import narrowed_scope
+from ..region import choice_names, narrowed_scope
 from ..resolver import oracle_program, split_lines
 from .checks import Outcome, run_tests
 from .datasets import EditItem
@@ -177,7 +177,11 @@ def first_divergence(
 
 
 def _mark_divergences(
-    decoder: Editor | None, items: Sequence[EditItem], rows: list[dict], examples: str | None, narrow: bool
+    decoder: Editor | None,
+    items: Sequence[EditItem],
+    rows: list[dict],
+    examples: str | None,
+    regions: dict[str, tuple[int, int]],
 ) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
     by_key = {(r["id"], r["mode"]): r for r in rows}
@@ -189,7 +193,7 @@ def _mark_divergences(
             assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
             options = _options(reference, item, ordered=True, examples=examples)
             decoder.prepare(options.mode)
-            start, end = _region(item, narrow and options.program is None)
+            start, end = regions[item.id] if options.program is None else (0, len(split_lines(item.before)))
             source = "".join(split_lines(item.before)[start:end])
             prompt = decoder.prompt(source, item.instruction, options)
             at, gap, _ = first_divergence(decoder, prompt, base["tokens"], row["tokens"])
@@ -240,27 +244,34 @@ def edits_benchmark(
     with tqdm(total=total, desc="bench edits", unit=" edits", file=sys.stderr, disable=not progress) as bar:
         for set_name, items in sets.items():
             rows = []
+            regions = {}
             for item in items:
+                regions[item.id] = _region(item, decoder or remote, narrow)
                 for name in modes:
                     row = log.get(set_name, item.id, name) if log is not None else None
                     if row is None:
                         editor = remote if MODES[name].get("remote") else decoder
-                        row = {"set": set_name} | _measure(editor, item, name, ordered, examples, timeout, narrow)
+                        row = {"set": set_name} | _measure(
+                            editor, item, name, ordered, examples, timeout, regions[item.id]
+                        )
                         if log is not None:
                             log.add(row)
                     rows.append(row)
                     bar.update()
-            _mark_divergences(decoder, items, rows, examples, narrow)
+            _mark_divergences(decoder, items, rows, examples, regions)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
 
-def _region(item: EditItem, narrow: bool) -> tuple[int, int]:
-    """The lines (0-based, end excluded) of ``item`` its edit covers: with ``narrow``, those the
-    instruction concerns (:func:`~copyedit_lsp.region.narrowed_scope`), else all."""
+def _region(item: EditItem, editor: Editor | None, narrow: bool) -> tuple[int, int]:
+    """The lines (0-based, end excluded) of ``item`` its edits cover: with ``narrow``, those the
+    instruction names, or in a long text that names none the definition ``editor``'s model chooses
+    (:func:`~copyedit_lsp.region.narrowed_scope`), else all."""
     if not narrow:
         return 0, len(split_lines(item.before))
-    scope = narrowed_scope(item.before, item.language, item.instruction)
+    names = choice_names(item.before, item.language, item.instruction)
+    chosen = editor.choose(item.before, item.instruction, item.language, names) if names and editor else None
+    scope = narrowed_scope(item.before, item.language, item.instruction, chosen)
     return scope.start_line, scope.end_line
 
 
@@ -271,14 +282,14 @@ def _measure(
     ordered: bool,
     examples: str | None,
     timeout: float,
-    narrow: bool = True,
+    region: tuple[int, int],
 ) -> dict:
-    """The row of benchmark mode ``name`` on ``item``: with ``narrow``, the edit of the lines the
-    instruction concerns (:func:`~copyedit_lsp.region.narrowed_scope`; forced mode edits the whole text)."""
+    """The row of benchmark mode ``name`` on ``item``: the edit of the ``region``'s lines (forced
+    mode edits the whole text)."""
     assert editor is not None
     options = _options(name, item, ordered=ordered, examples=examples)
     lines = split_lines(item.before)
-    start, end = _region(item, narrow and options.program is None)
+    start, end = region if options.program is None else (0, len(lines))
     head, source, tail = "".join(lines[:start]), "".join(lines[start:end]), "".join(lines[end:])
     try:
         editor.warm(options)  # as in a server that has made edits before: the item is timed, not the prefix
