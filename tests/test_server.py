@@ -317,7 +317,8 @@ async def test_a_whole_file_past_the_first_context_edits_with_the_default_settin
     of 4096, which the server says before decoding; with nCtx 0 (the default, which starts at
     4096) the same edit runs to its end and is applied, so the context grew to hold it. This checks
     the context, not the model: the 0.5B selector's programs for a whole file are often wrong, and
-    the result may be its rewrite fallback (README, whole files)."""
+    the result may be its rewrite fallback (README, whole files), and may lose code: the user is
+    then asked, and this client takes it to review."""
     uri = "file:///tmp/module.py"
     text = long_module(250)
     lines = text.count("\n")
@@ -330,7 +331,9 @@ async def test_a_whole_file_past_the_first_context_edits_with_the_default_settin
         await run_edit(qwen, arguments)
     assert qwen.applied == []
     qwen.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"nCtx": 0}))
+    qwen.choices = ["Review it anyway"]
     result = await run_edit(qwen, arguments)
+    assert ("loss" in result) == bool(qwen.asked)  # asked exactly where the result loses code
     # nothing cut it short (the context, maxNewTokens, a gen's cap, a repeated gen), nor refused it
     assert result["applied"] is True, result.get("reason")
     assert result["edits"] >= 1 and result["text"] != text
@@ -679,6 +682,8 @@ async def test_an_edit_that_loses_code_is_offered_only_when_the_user_takes_it(ti
     (asked,) = client.asked
     assert asked.message == f"copyedit: {LOSS}" and [a.title for a in asked.actions] == ["Review it anyway", "Discard"]
     assert client.applied == [] and ended(client) == f"not applied: {LOSS}"
+    unanswered = await run_edit(client, arguments)  # the user closed the message: no action
+    assert unanswered["applied"] is False and unanswered["reason"] == LOSS and len(client.asked) == 2
     client.choices = ["Review it anyway"]
     taken = await run_edit(client, arguments)
     assert taken["applied"] is True and taken["text"] == refused["text"] and taken["loss"] == refused["loss"]
