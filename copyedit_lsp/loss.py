@@ -58,14 +58,16 @@ def lost_code(before: str, after: str, language_id: str | None, instruction: str
     old_definitions = definitions(before, language_id)
     new_definitions = definitions(after, language_id) if old_definitions else []
     defined = {d.name for d in new_definitions}
-    images = _images(old, new)
+    stripped_old, stripped_new = [line.strip() for line in old], [line.strip() for line in new]
+    matcher = difflib.SequenceMatcher(None, stripped_old, stripped_new, autojunk=False)
+    images = _images(matcher, len(old))
     renamed = [d for d in new_definitions if d.name not in {o.name for o in old_definitions}]
     lost_definitions = [
         d
         for d in old_definitions
         if d.name not in defined and d.name.lower() not in asked and not _renamed(d, renamed, images, len(new))
     ]
-    gone = _gone_lines(old, new, kept)
+    gone = _gone_lines(matcher, stripped_old, stripped_new, kept)
     runs = []
     for first, last in _runs(old, gone):
         inside = [d for d in old_definitions if d.start_line <= first - 1 and last <= d.end_line]
@@ -75,7 +77,7 @@ def lost_code(before: str, after: str, language_id: str | None, instruction: str
         runs.append((first, last))
     lost_names = {d.qualified for d in lost_definitions}
     lost = {n for first, last in runs for n in range(first - 1, last) if old[n].strip()}
-    lost |= {n for d in lost_definitions for n in range(d.start_line, d.end_line) if old[n].strip() not in kept}
+    lost |= {n for d in lost_definitions for n in range(d.start_line, d.end_line) if old[n].strip() not in kept | {""}}
     lost |= {n for d in lost_definitions for n in range(d.start_line, d.start_line + 1)}
     if not lost_definitions and not runs:
         return None
@@ -95,11 +97,11 @@ def _prefixes(outer: tuple[str, ...]) -> list[str]:
     return [".".join(outer[: n + 1]) for n in range(len(outer))]
 
 
-def _images(old: list[str], new: list[str]) -> list[int | None]:
-    """Each input line's line in the result where the two line up unchanged (whitespace aside), else None."""
-    a, b = [line.strip() for line in old], [line.strip() for line in new]
-    images: list[int | None] = [None] * len(old)
-    for i, j, size in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+def _images(matcher: difflib.SequenceMatcher[str], count: int) -> list[int | None]:
+    """Each of ``count`` input lines' line in the result where the two line up unchanged (the
+    ``matcher`` of their stripped lines), else None."""
+    images: list[int | None] = [None] * count
+    for i, j, size in matcher.get_matching_blocks():
         images[i : i + size] = range(j, j + size)
     return images
 
@@ -114,12 +116,12 @@ def _renamed(definition: Definition, fresh: list[Definition], images: list[int |
     return any(low <= d.start_line < high and 2 * (d.end_line - d.start_line) >= size for d in fresh)
 
 
-def _gone_lines(old: list[str], new: list[str], kept: set[str]) -> list[bool]:
-    """For each input line: whether it is non-blank, held nowhere in the result, and not rewritten
-    in place (a replaced block rewrites :data:`LINES_PER_WRITTEN` input lines per line written)."""
-    a, b = [line.strip() for line in old], [line.strip() for line in new]
-    gone = [False] * len(old)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+def _gone_lines(matcher: difflib.SequenceMatcher[str], a: list[str], b: list[str], kept: set[str]) -> list[bool]:
+    """For each input line of ``a`` (stripped; ``b`` the result's, ``matcher`` theirs): whether it is
+    non-blank, held nowhere in the result (``kept``), and not rewritten in place (a replaced block
+    rewrites :data:`LINES_PER_WRITTEN` input lines per line written)."""
+    gone = [False] * len(a)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("equal", "insert"):
             continue
         missing = [i for i in range(i1, i2) if a[i] and a[i] not in kept]
