@@ -1,7 +1,7 @@
 """The guard against lost code: what an edit's result drops that its instruction did not ask to drop.
 
 A **loss** is a definition (function, class, method) of the input whose name the result no longer
-defines, or a run of :data:`RUN_LINES` or more consecutive non-blank input lines that the result no
+defines and whose header line it no longer holds, or a run of :data:`RUN_LINES` or more consecutive non-blank input lines that the result no
 longer holds (anywhere, whitespace aside) and that nothing written in their place stands in for.
 Lines replaced by new ones count as rewritten, up to :data:`LINES_PER_WRITTEN` input lines for each
 line written: a gen of one line does not rewrite seventy.  A loss the instruction asks for is none:
@@ -65,7 +65,10 @@ def lost_code(before: str, after: str, language_id: str | None, instruction: str
     lost_definitions = [
         d
         for d in old_definitions
-        if d.name not in defined and d.name.lower() not in asked and not _renamed(d, renamed, images, len(new))
+        if d.name not in defined
+        and d.name.lower() not in asked
+        and _header(old, d) not in kept  # a result that no longer parses may still hold it
+        and not _renamed(d, renamed, images, len(new))
     ]
     gone = _gone_lines(matcher, stripped_old, stripped_new, kept)
     runs = []
@@ -95,6 +98,13 @@ def _asked_names(instruction: str) -> set[str]:
 def _prefixes(outer: tuple[str, ...]) -> list[str]:
     """The qualified names of the definitions around one: ``("A", "B")`` gives ``A`` and ``A.B``."""
     return [".".join(outer[: n + 1]) for n in range(len(outer))]
+
+
+def _header(lines: list[str], definition: Definition) -> str:
+    """The first line of ``definition`` that says its name (past its decorators), stripped."""
+    name = re.compile(rf"(?<![\w$]){re.escape(definition.name)}(?![\w$])")
+    span = lines[definition.start_line : definition.end_line]
+    return next((line.strip() for line in span if name.search(line)), span[0].strip())
 
 
 def _images(matcher: difflib.SequenceMatcher[str], count: int) -> list[int | None]:

@@ -222,3 +222,11 @@ def test_a_program_that_loses_code_gives_way_to_the_rewrite_and_a_lossy_rewrite_
     assert calls == ["lookup"] and result.stats.fallback == "loss" and result.replaced == program
     assert result.text == rewritten
     assert (result.loss is not None and result.loss.definitions == ("perimeter",)) == rewrite_loses
+
+
+def test_a_result_that_no_longer_parses_keeps_the_definitions_whose_headers_it_holds():
+    """The closing brace left out: tree-sitter finds no ``add`` in the result, but its header line
+    is there; one line gone is no loss (the syntax guard speaks for the brace)."""
+    source = "function add(a, b) {\n  return a + b;\n}\n"
+    assert lost_code(source, "function add(a, b) {\n  return a - b;\n", "javascript", "Subtract.") is None
+    assert lost_code(source, "\n", "javascript", "Subtract.").definitions == ("add",)
