@@ -105,12 +105,7 @@ class Engine:
         """Run one edit after those queued before it; raises the decoder's errors."""
 
         def work() -> EditResult:
-            if self._load_error is not None and settings.backend == "remote":
-                self._open(settings)  # a server that was down may be up now
-            if self._load_error is not None:
-                raise self._load_error
-            assert self._decoder is not None, "load() runs before any edit"
-            return self._decoder.edit(
+            return self._ready(settings).edit(
                 source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=_held(on_progress)
             )
 
@@ -131,12 +126,19 @@ class Engine:
         """The decoder's choice of the definition an instruction is about, after the queued edits."""
 
         def work() -> str | None:
-            if self._load_error is not None:
-                raise self._load_error
-            assert self._decoder is not None, "load() runs before any choice"
-            return self._decoder.choose(source, instruction, language, names)
+            return self._ready(settings).choose(source, instruction, language, names)
 
         return await asyncio.wrap_future(self._executor.submit(work))
+
+    def _ready(self, settings: Settings) -> Editor:
+        """The decoder, on the worker thread; the load's error if it failed (a remote server that
+        was down is connected to again first)."""
+        if self._load_error is not None and settings.backend == "remote":
+            self._open(settings)  # a server that was down may be up now
+        if self._load_error is not None:
+            raise self._load_error
+        assert self._decoder is not None, "load() runs before any edit"
+        return self._decoder
 
     def cancel_all(self) -> int:
         """Set the stop flag of every queued or running edit; return how many."""

@@ -24,7 +24,7 @@ from .scope import Definition, definitions
 RUN_LINES = 3
 LINES_PER_WRITTEN = 4
 _REMOVAL = re.compile(r"\b(remov|delet|drop|inlin|merg|replac|renam|get rid of|eliminat)", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+NAME = re.compile(r"[A-Za-z_$][\w$]*")  # an identifier of Python or JavaScript
 # Words too common in code to name what an instruction asks to drop.
 _COMMON = set(keyword.kwlist) | {"self", "this", "const", "let", "var", "function", "new", "typeof", "the"}
 
@@ -74,7 +74,7 @@ def lost_code(before: str, after: str, language_id: str | None, instruction: str
     runs = []
     for first, last in _runs(old, gone):
         inside = [d for d in old_definitions if d.start_line <= first - 1 and last <= d.end_line]
-        names = {word.lower() for line in old[first - 1 : last] for word in _WORD.findall(line)}
+        names = {word.lower() for line in old[first - 1 : last] for word in NAME.findall(line)}
         if asked & (names | {d.name.lower() for d in inside}):
             continue
         runs.append((first, last))
@@ -92,7 +92,7 @@ def _asked_names(instruction: str) -> set[str]:
     """The names an instruction asks to be dropped: every name it mentions, if it says a removal verb."""
     if not _REMOVAL.search(instruction):
         return set()
-    return {word.lower() for word in _WORD.findall(instruction) if len(word) > 2 and word not in _COMMON}
+    return {word.lower() for word in NAME.findall(instruction) if len(word) > 2 and word not in _COMMON}
 
 
 def _prefixes(outer: tuple[str, ...]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 import cattrs
 
 from .edit import CUTS
-from .loss import Loss
+from .loss import NAME, Loss
 from .resolver import split_lines
 from .scope import Definition, Scope, adds_syntax_errors, definitions, edit_scope
 
@@ -110,10 +110,9 @@ def plan_region(text: str, language_id: str | None, arguments: EditArguments, ch
     return Region(start_line, end_line, "".join(kept), kind, name, comment)
 
 
-_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 # Words that spread an instruction from the names it says to where they are used.
 _SPREAD = re.compile(
-    r"\b(renam|rename|everywhere|throughout|caller|call site|call-site|usage|uses\b|parameter|argument|signature)",
+    r"\b(renam|everywhere|throughout|caller|call site|call-site|usage|uses\b|parameter|argument|signature)",
     re.IGNORECASE,
 )
 _EVERY = re.compile(r"\b(all|every|each|everywhere|throughout|whole|entire)\b", re.IGNORECASE)
@@ -132,7 +131,7 @@ def narrowed_scope(text: str, language_id: str | None, instruction: str, chosen:
     (:func:`choice_names`)."""
     lines = split_lines(text)
     whole = Scope(0, len(lines), "document", None)
-    said = set(_NAME.findall(instruction)) | ({chosen} if chosen else set())
+    said = set(NAME.findall(instruction)) | ({chosen} if chosen else set())
     units = _top_level_units(text, language_id)
     named = [unit for unit in units if unit.name in said or any(d.name in said for d in unit.inner)]
     if not named:
@@ -187,7 +186,7 @@ def _top_level_units(text: str, language_id: str | None) -> list[_Unit]:
 
 
 def _words(lines: list[str], unit: _Unit) -> set[str]:
-    return {word for line in lines[unit.start_line : unit.end_line] for word in _NAME.findall(line)}
+    return {word for line in lines[unit.start_line : unit.end_line] for word in NAME.findall(line)}
 
 
 def replace_region(text: str, region: Region, new_source: str) -> str:
