@@ -118,6 +118,7 @@ FALLBACKS = {
     "cut": "the program was cut short",
     "syntax": "the program's text parses worse than the original",
     "loss": "the program dropped code the instruction did not ask to drop",
+    "unchanged": "the program changed nothing (but whitespace at line ends)",
 }
 
 
@@ -244,6 +245,13 @@ class Editor(Protocol):
         ...
 
 
+def same_code(text: str, other: str) -> bool:
+    """Whether two texts differ at most in whitespace at the ends of lines and of the text."""
+    return [line.rstrip() for line in text.strip().splitlines()] == [
+        line.rstrip() for line in other.strip().splitlines()
+    ]
+
+
 def fall_back(
     editor: Editor,
     result: EditResult,
@@ -257,7 +265,7 @@ def fall_back(
 ) -> EditResult:
     """``result`` with the code it loses (:func:`~copyedit_lsp.loss.lost_code`), or where program
     mode's ``result`` must give way (``options.fallback``: its output was cut short, its text parses
-    worse than ``source`` or loses code, by :data:`FALLBACKS`) the edit decoded again by ``editor``
+    worse than ``source``, loses code or is ``source`` unchanged, by :data:`FALLBACKS`) the edit decoded again by ``editor``
     in ``mode``, the editor's rewrite with the base model, with the code that loses; the returned
     result's stats add up both attempts and say why (``stats.fallback``)."""
     loss = lost_code(source, result.text, options.language, instruction) if result.cut is None else None
@@ -271,6 +279,8 @@ def fall_back(
         reason = "syntax"
     elif result.loss is not None:
         reason = "loss"
+    elif same_code(result.text, source):
+        reason = "unchanged"
     else:
         return result
     started = time.perf_counter()

@@ -56,6 +56,15 @@ def test_a_program_cut_short_gives_way_too():
     assert result.stats.fallback == "cut" and result.text == BALANCED and result.cut is None
 
 
+def test_a_program_that_changes_nothing_gives_way_too():
+    """An edit asked for and a program that resolves to the input unchanged (but whitespace at the
+    ends of lines or of the text): the rewrite gets its turn."""
+    for same in (BEFORE, BEFORE.rstrip("\n"), BEFORE.replace(" {", " {  ") + "\n"):
+        editor = ScriptedRewrite(BALANCED)
+        result = fall_back(editor, program_result(same), BEFORE, "Subtract.", EditOptions(), mode="lookup")
+        assert result.stats.fallback == "unchanged" and result.text == BALANCED and len(editor.calls) == 2
+
+
 def test_a_sound_program_an_unknown_language_or_fallback_off_keep_the_programs_text():
     editor = ScriptedRewrite(BALANCED)
     sound = program_result(BALANCED)

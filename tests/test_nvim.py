@@ -493,3 +493,20 @@ end
         name = Path(change["textDocument"]["uri"]).name
         edits = [types.TextEdit(range=range_of(e["range"]), new_text=e["newText"]) for e in change["edits"]]
         assert buffer_text(seen["buffers"][name]) == apply_lsp_edits(files[name], edits), name
+
+
+def test_the_summary_says_why_a_program_gave_way_to_a_rewrite(tmp_path):
+    """The result line names each fallback reason of the server (edit.FALLBACKS) in words."""
+    body = """
+local function main()
+  obs.described = {}
+  for _, reason in ipairs({ 'cut', 'syntax', 'loss', 'unchanged' }) do
+    local stats = { ops = 2, splicedTokens = 10, generatedTokens = 3, seconds = 1.0, fallback = reason }
+    obs.described[reason] = copyedit.describe({ applied = true, stats = stats })
+  end
+end
+"""
+    described = run_nvim(tmp_path, DEFAULT, body)["described"]
+    words = {"cut": "cut short", "syntax": "broke the syntax", "loss": "lost code", "unchanged": "changed nothing"}
+    for reason, said in words.items():
+        assert described[reason].endswith(f"rewritten (program {said})"), described

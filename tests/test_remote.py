@@ -259,6 +259,7 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
             "remote",
             "--remote-url",
             llama_server.url,
+            "--no-fallback",  # the remote program itself, whatever it changes
             "--json",
         ],
         capture_output=True,
@@ -500,7 +501,7 @@ def test_an_unreachable_server_is_a_clear_error(fast_retries):
 
 async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
     port = free_port()
-    settings = updated(Settings(), {"backend": "remote", "remoteUrl": f"http://127.0.0.1:{port}/v1"})
+    settings = updated(Settings(), {"backend": "remote", "remoteUrl": f"http://127.0.0.1:{port}/v1", "fallback": False})
     engine = Engine()
     try:
         engine.load(settings).result()

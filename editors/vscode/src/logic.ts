@@ -159,12 +159,15 @@ export function summary(command: string, result: unknown): string | undefined {
     // a remote server's copies are prefix-cache hits it does not count: its requests instead
     const copied = Number(stats.requests) > 0 ? plural(Number(stats.requests), "request") : `${Number(stats.splicedTokens)} copied`;
     // program mode's program gave way to a rewrite by the base model (stats.fallback says why)
-    const rewritten = typeof stats.fallback === "string" ? `, rewritten (program ${stats.fallback === "cut" ? "cut short" : "broke the syntax"})` : "";
+    const rewritten = typeof stats.fallback === "string" ? `, rewritten (program ${FALLBACK_WORDS[stats.fallback] ?? stats.fallback})` : "";
     const figures = `${ops}${copied} / ${Number(stats.generatedTokens)} generated, ${Number(stats.seconds).toFixed(1)} s${rewritten}`;
     return r.applied === false ? `${figures}, not applied` : figures;
   }
   return undefined;
 }
+
+// Why program mode's program gave way to a rewrite (the server's stats.fallback, edit.FALLBACKS).
+const FALLBACK_WORDS: Record<string, string> = { cut: "cut short", syntax: "broke the syntax", loss: "lost code", unchanged: "changed nothing" };
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;

@@ -201,6 +201,10 @@ describe("status text", () => {
       logic.summary(logic.EDIT, { applied: true, stats: { ...STATS, fallback: "syntax" } }),
       "12 ops, 240 copied / 35 generated, 1.8 s, rewritten (program broke the syntax)",
     );
+    assert.equal(
+      logic.summary(logic.EDIT, { applied: true, stats: { ...STATS, fallback: "unchanged" } }),
+      "12 ops, 240 copied / 35 generated, 1.8 s, rewritten (program changed nothing)",
+    );
   });
 
   test("rewrite mode has no ops", () => {

@@ -435,6 +435,9 @@ local function with_client(bufnr, fn)
   vim.defer_fn(retry, 100)
 end
 
+-- Why program mode's program gave way to a rewrite (the server's stats.fallback, edit.FALLBACKS).
+local FALLBACK_WORDS = { cut = 'cut short', syntax = 'broke the syntax', loss = 'lost code', unchanged = 'changed nothing' }
+
 local function describe(result)
   if type(result) ~= 'table' then
     return vim.inspect(result)
@@ -459,7 +462,7 @@ local function describe(result)
       )
     )
     if type(s.fallback) == 'string' then -- program mode's program gave way to a rewrite by the base model
-      table.insert(parts, 'rewritten (program ' .. (s.fallback == 'cut' and 'cut short' or 'broke the syntax') .. ')')
+      table.insert(parts, 'rewritten (program ' .. (FALLBACK_WORDS[s.fallback] or s.fallback) .. ')')
     end
   end
   return table.concat(parts, '; ')
