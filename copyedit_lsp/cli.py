@@ -676,7 +676,7 @@ def _add_train_command(commands) -> None:
         type=_kind_counts,
         help="the recipe's edits instead of its own, as KIND=COUNT,... (e.g. module-bug=60,module-rename=30,bug=100); "
         "kinds: bug, bugs, file-bug, docstring, comments, types, rename, module-bug, module-rename, "
-        "module-docstrings, module-types, module-constant",
+        "module-docstrings, module-types, module-constant, module-add",
     )
     train.add_argument("--distill", type=int, default=80, help="self-distilled edits (the base model's rewrites)")
     train.add_argument(

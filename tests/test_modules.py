@@ -120,6 +120,28 @@ def test_a_module_constant_is_written_out_where_it_was_used():
     assert "LIMIT" in example.instruction and "250" in example.instruction
 
 
+def test_a_module_add_asks_for_a_missing_definition_by_signature_and_intent():
+    """The window lacks one definition (and the blank lines after it) that nothing else names; the
+    instruction gives its signature (a method's without self, and its class) and its docstring's intent."""
+    method = '    def label(self, prefix: str) -> str:\n        """Return the name after prefix."""\n        return prefix + self.name\n\n'
+    module = MODULE.replace("    def total(", method + "    def total(")
+    made = [module_example("module-add", module, "python", "x.py", random.Random(seed)) for seed in range(60)]
+    made = [e for e in made if e is not None]
+    asked = {re.search(r"`(\w+)\(", e.instruction).group(1) for e in made}
+    assert {"label", "describe", "summary"} <= asked, asked
+    for example in made:
+        name = re.search(r"`(\w+)\(", example.instruction).group(1)
+        assert [d.name for d in definitions(example.after, "python") if d.name not in example.before] == [name]
+        gone = [
+            line[2:]
+            for line in difflib.ndiff(split_lines(example.after), split_lines(example.before))
+            if line[:1] == "-" and line[2:].strip()
+        ]
+        assert gone[0].lstrip().startswith("def ") and "should " in example.instruction, (gone, example.instruction)
+        if name == "label":
+            assert "`label(prefix: str)` to `Item`" in example.instruction or "`Item` needs" in example.instruction
+
+
 @pytest.mark.parametrize("kind", MODULE_KINDS)
 def test_the_loss_guard_passes_every_module_edit(kind):
     """A training edit is a right answer: the guard must never refuse one."""

@@ -9,7 +9,9 @@ right program copies almost everything and skipping is never the cheap answer:
 * ``module-rename``: a top-level function or class renamed where it is defined and everywhere the
   window uses it (an edit in two or more places);
 * ``module-docstrings``, ``module-types``: the docstrings or type hints of two or more functions;
-* ``module-constant``: a literal that several places repeat, named as a constant at the top.
+* ``module-constant``: a literal that several places repeat, named as a constant at the top;
+* ``module-add``: a Python function or method the window lacks, asked for by its signature and
+  what its docstring says it does (a new definition among copied ones).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from ..scope import Definition, definitions, parse, syntax_errors
 from .data import NEW_NAMES, PHRASES, Example, Region, inject_bug, intent, strip_docstring, strip_types
 
 WINDOW_LINES = (40, 150)
-MODULE_KINDS = ("module-bug", "module-rename", "module-docstrings", "module-types", "module-constant")
+MODULE_KINDS = ("module-bug", "module-rename", "module-docstrings", "module-types", "module-constant", "module-add")
+ADDED_LINES = (3, 25)  # the length of a definition module-add asks for
 
 Maker = Callable[[str, str, random.Random], tuple[str, str] | None]  # window, language -> before, instruction
 SYMPTOM_PHRASES = (
@@ -171,12 +174,65 @@ def module_constant(text: str, language: str, rng: random.Random) -> tuple[str, 
     return None
 
 
+_SIGNATURE = re.compile(r"def\s+(\w+)\s*\((.*?)\)\s*(?:->[^:]*)?:", re.DOTALL)
+ADD_PHRASES = {
+    "function": (
+        "Add a function `{signature}` that should {intent}.",
+        "Write a new function `{signature}`: it should {intent}.",
+    ),
+    "method": (
+        "Add a method `{signature}` to `{owner}` that should {intent}.",
+        "`{owner}` needs a method `{signature}`; it should {intent}.",
+    ),
+}
+
+
+def _signature(definition_text: str, method: bool) -> str | None:
+    """``name(parameters)`` of a Python definition's header (``self``/``cls`` left out), or None."""
+    found = _SIGNATURE.search(definition_text)
+    parameters = [" ".join(p.split()) for p in found.group(2).split(",") if p.strip()] if found else []
+    if found is None or sum(map(len, parameters)) > 80:
+        return None
+    if method and parameters[:1] in (["self"], ["cls"]):
+        parameters = parameters[1:]
+    return f"{found.group(1)}({', '.join(parameters)})"
+
+
+def module_add(text: str, language: str, rng: random.Random) -> tuple[str, str] | None:
+    """The window without one Python function or method that says what it does (its docstring's
+    summary) and that nothing else in the window names, and an instruction that asks for it."""
+    if language != "python":
+        return None
+    candidates = [d for d in definitions(text, language) if d.kind in ("function", "method") and len(d.outer) <= 1]
+    rng.shuffle(candidates)
+    lines = split_lines(text)
+    for definition in candidates:
+        body = _text_of(text, definition)
+        summary = intent(body, definition.name)
+        signature = _signature(body, definition.kind == "method")
+        if summary is None or signature is None or not ADDED_LINES[0] <= len(split_lines(body)) <= ADDED_LINES[1]:
+            continue
+        end = definition.end_line
+        while end < len(lines) and not lines[end].strip():
+            end += 1  # the blank lines after it go with it
+        before = "".join(lines[: definition.start_line] + lines[end:])
+        if re.search(rf"\b{re.escape(definition.name)}\b", before) or syntax_errors(before, language) != 0:
+            continue
+        if sum(not d.outer for d in definitions(before, language)) < 2:
+            continue
+        owner = definition.outer[0] if definition.outer else ""
+        phrase = rng.choice(ADD_PHRASES["method" if definition.outer else "function"])
+        return before, phrase.format(signature=signature, intent=summary, owner=owner)
+    return None
+
+
 # kind -> the window's (before, instruction), the window itself the after-text; a rename the other way
 MAKERS: dict[str, Maker] = {
     "module-bug": module_bug,
     "module-docstrings": module_stripped("module-docstrings", strip_docstring),
     "module-types": module_stripped("module-types", strip_types),
     "module-constant": module_constant,
+    "module-add": module_add,
 }
 
 
