@@ -457,7 +457,7 @@ def _notes(summary: dict[str, dict]) -> list[str]:
         )
     if fallbacks := {name: e["fallbacks"] for name, e in summary.items() if "fallbacks" in e}:
         out.append(
-            "\nGave way to a rewrite (the program cut short, its text parsing worse than the original, or losing code): "
+            "\nGave way to a rewrite (the program cut short, its text parsing worse than the original, losing code or changing nothing): "
             + ", ".join(f"{name} {count} of {summary[name]['items']} edits" for name, count in fallbacks.items())
             + "."
         )
