@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import re
+import textwrap
 from collections.abc import Callable
 
 from ..resolver import split_lines
@@ -174,7 +175,6 @@ def module_constant(text: str, language: str, rng: random.Random) -> tuple[str, 
     return None
 
 
-_SIGNATURE = re.compile(r"def\s+(\w+)\s*\((.*?)\)\s*(?:->[^:]*)?:", re.DOTALL)
 ADD_PHRASES = {
     "function": (
         "Add a function `{signature}` that should {intent}.",
@@ -188,14 +188,23 @@ ADD_PHRASES = {
 
 
 def _signature(definition_text: str, method: bool) -> str | None:
-    """``name(parameters)`` of a Python definition's header (``self``/``cls`` left out), or None."""
-    found = _SIGNATURE.search(definition_text)
-    parameters = [" ".join(p.split()) for p in found.group(2).split(",") if p.strip()] if found else []
-    if found is None or sum(map(len, parameters)) > 80:
+    """``name(parameters)`` of a Python definition's header (``self``/``cls`` left out), as
+    tree-sitter reads it, or None."""
+    root = parse(textwrap.dedent(definition_text), "python").tree.root_node
+    node = root.children[0] if root.children else None
+    if node is not None and node.type == "decorated_definition":
+        node = node.child_by_field_name("definition")
+    if node is None or node.type != "function_definition":
+        return None
+    found = node.child_by_field_name("parameters")
+    named = found.named_children if found else []
+    parameters = [" ".join(p.text.decode().split()) for p in named if p.type != "comment" and p.text]
+    if sum(map(len, parameters)) > 80:
         return None
     if method and parameters[:1] in (["self"], ["cls"]):
         parameters = parameters[1:]
-    return f"{found.group(1)}({', '.join(parameters)})"
+    name = node.child_by_field_name("name")
+    return f"{name.text.decode()}({', '.join(parameters)})" if name and name.text else None
 
 
 def module_add(text: str, language: str, rng: random.Random) -> tuple[str, str] | None:
@@ -210,7 +219,8 @@ def module_add(text: str, language: str, rng: random.Random) -> tuple[str, str] 
         body = _text_of(text, definition)
         summary = intent(body, definition.name)
         signature = _signature(body, definition.kind == "method")
-        if summary is None or signature is None or not ADDED_LINES[0] <= len(split_lines(body)) <= ADDED_LINES[1]:
+        length = definition.end_line - definition.start_line
+        if summary is None or signature is None or not ADDED_LINES[0] <= length <= ADDED_LINES[1]:
             continue
         end = definition.end_line
         while end < len(lines) and not lines[end].strip():
