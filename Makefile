@@ -54,7 +54,7 @@ $(LLAMA_EXACT)/.built: | $(STAMP)
 # from pip's wheel cache; their libraries replaced).
 EXACT := .venv-exact
 
-.PHONY: demo test setup train models neovim vscode vscode-ui ui-packages exact lint bench-npm llama-server vllm
+.PHONY: demo test setup train models neovim vscode vscode-ui ui-packages exact lint check bench-npm llama-server vllm
 
 setup: $(STAMP)
 
@@ -158,6 +158,10 @@ lint: setup
 	$(BIN)/ruff check copyedit_lsp tests
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
+
+# The inner loop: lint, types and every test that needs no model, editor or engine build.
+check: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not model"
 
 # Every test runs: a skip fails the run (COPYEDIT_NO_SKIP), each test has pytest-timeout's limit
 # (pyproject.toml), and the slowest are listed.

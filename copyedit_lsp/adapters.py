@@ -2,7 +2,7 @@
 
 The shipped adapters lie in the repository's ``adapters/`` (inside the installed package as
 ``copyedit_lsp/adapters``), each with its sha256, checked before it is used, and the prompt's
-few-shot set it was trained with.  ``copyedit train`` rebuilds them (README: the recipe).
+few-shot set it was trained with.  ``copyedit train`` rebuilds them (docs/training.md: the recipes).
 The ``adapter`` setting: ``default`` (the shipped adapter of the model, if there is one), ``none``,
 a shipped adapter's name, or a path to an adapter GGUF.
 """
@@ -36,33 +36,12 @@ class ShippedAdapter:
 
 
 SHIPPED: dict[str, ShippedAdapter] = {
-    # The default (the first entry of a model is): v4, v3 and a fourth stage, 60% JavaScript (the chain
-    # from v2 is on the cards)
+    # The default (the first entry of a model is): v4, four stages from v2 (the earlier ones are in
+    # docs/history.md with the commits that hold them)
     "qwen2.5-coder-0.5b-v4": ShippedAdapter(
         "qwen2.5-coder-0.5b",
         "qwen2.5-coder-0.5b-v4.gguf",
         "6e897c24fa300d618b1d96d0a0f3bf147b538e3a246ec030ad9a2fff24d4dc4b",
-        "none",
-    ),
-    # v2 and two later stages, the default before v4
-    "qwen2.5-coder-0.5b-v3": ShippedAdapter(
-        "qwen2.5-coder-0.5b",
-        "qwen2.5-coder-0.5b-v3.gguf",
-        "badeb63217ad884cddf4ab1bf0de49528406b8168dd1f395c0f84588d8aafc63",
-        "none",
-    ),
-    # v2, the default before v3
-    "qwen2.5-coder-0.5b": ShippedAdapter(
-        "qwen2.5-coder-0.5b",
-        "qwen2.5-coder-0.5b.gguf",
-        "120e83af071cc875f839699e6e66d89d97ca078d88b78b532176995555de2afb",
-        "none",
-    ),
-    # v2 and a second stage on distilled JavaScript fixes, the stage v3 starts from
-    "qwen2.5-coder-0.5b-fixes": ShippedAdapter(
-        "qwen2.5-coder-0.5b",
-        "qwen2.5-coder-0.5b-fixes.gguf",
-        "4e8b7f9bedcca0e1947badf738bef459aec95659f69dc9507b1d05ddeb689ce6",
         "none",
     ),
     # the 1.5B model's default: one stage with intent instructions and its own distilled fixes

@@ -326,6 +326,22 @@ def _server_options(args: argparse.Namespace) -> dict:
     return options | ({"nThreads": args.threads} if args.threads else {})
 
 
+def _write_manifest(args: argparse.Namespace, name: str, *, selector: bool = True, backend: str = "") -> None:
+    """The run's manifest beside its outputs (``bench.manifest``); ``selector``: whether the run
+    loads the adapter its arguments name."""
+    from pathlib import Path
+
+    from .bench.manifest import run_manifest, write_manifest
+
+    manifest = run_manifest(
+        model=getattr(args, "model", None),
+        adapter=getattr(args, "adapter", None) if selector else None,
+        threads=getattr(args, "threads", None),
+        backend=backend or getattr(args, "backend", "local"),
+    )
+    write_manifest(manifest, Path(args.out), name)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``copyedit demo``: one real edit through the real language server (nothing is written)."""
     from .demo import main as demo
@@ -350,6 +366,7 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
     )
     result = kernel.kernel_benchmark(backend, prefix_tokens=args.prefix, trials=args.trials)
     json_path, png_path = kernel.write_outputs(result, Path(args.out))
+    _write_manifest(args, "kernel", selector=False)
     print(json.dumps(result, indent=2) if args.json else kernel.format_table(result))
     print(f"\nwrote {json_path} and {png_path}", file=sys.stderr)
     return 0
@@ -383,6 +400,9 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     if "forced" in result["modes"] and kernel_path.is_file():
         result["bounds"] = edits.bound_table(result, json.loads(kernel_path.read_text()))
     paths = edits.write_outputs(result, Path(args.out), args.name)
+    _write_manifest(
+        args, args.name, backend="+".join(kind for kind, used in (("local", decoder), ("remote", remote)) if used)
+    )
     print(json.dumps(result, indent=2) if args.json else edits.format_tables(result))
     print(f"\nwrote {', '.join(map(str, paths))}", file=sys.stderr)
     return 0
@@ -402,6 +422,7 @@ def cmd_bench_formats(args: argparse.Namespace) -> int:
     result = formats.formats_benchmark(sets, vocabulary.tokenize)
     result["model"] = args.model
     path = write_json(result, Path(args.out), "formats")
+    _write_manifest(args, "formats", selector=False)
     print(json.dumps(result, indent=2) if args.json else formats.format_table(result))
     print(f"\nwrote {path}", file=sys.stderr)
     return 0
@@ -421,6 +442,16 @@ def cmd_bench_check_gold(args: argparse.Namespace) -> int:
     return 1 if any(check.count(Outcome.FAILED) for check in checks.values()) else 0
 
 
+def cmd_bench_index(args: argparse.Namespace) -> int:
+    """``copyedit bench index``: rewrite the generated part of ``docs/README.md``."""
+    from pathlib import Path
+
+    from .bench.index import write_index
+
+    print(f"wrote {write_index(Path(args.docs))}", file=sys.stderr)
+    return 0
+
+
 def cmd_bench_lsp(args: argparse.Namespace) -> int:
     """``copyedit bench lsp``: code-action latency, server overhead per edit, peak memory."""
     from pathlib import Path
@@ -430,6 +461,7 @@ def cmd_bench_lsp(args: argparse.Namespace) -> int:
 
     result = lsp.lsp_benchmark(_server_options(args), lines=args.lines, requests=args.requests, edits=args.edits)
     path = write_json(result, Path(args.out), "lsp")
+    _write_manifest(args, "lsp")
     print(json.dumps(result, indent=2) if args.json else lsp.format_table(result))
     print(f"\nwrote {path}", file=sys.stderr)
     return 0
@@ -563,7 +595,7 @@ def _add_edit_commands(commands) -> None:
 
 
 def _add_bench_commands(bench) -> None:
-    """``bench kernel``, ``bench edits``, ``bench check-gold``, ``bench formats`` and ``bench lsp``."""
+    """``bench kernel``, ``edits``, ``check-gold``, ``formats``, ``lsp`` and ``index``."""
     from .models import DEFAULT_MODEL
 
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
@@ -603,6 +635,10 @@ def _add_bench_commands(bench) -> None:
     lsp.add_argument("--out", default="bench-results", help="folder for lsp.json")
     lsp.add_argument("--json", action="store_true")
     lsp.set_defaults(func=cmd_bench_lsp)
+
+    index = bench.add_parser("index", help="rewrite docs/README.md's list of runs from the files and manifests")
+    index.add_argument("--docs", default="docs", help="the docs folder")
+    index.set_defaults(func=cmd_bench_index)
 
 
 def _add_bench_edits(bench) -> None:

@@ -295,6 +295,8 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)["sets"]["humanevalfix-python"]["summary"]["remote-forced"]
     assert summary["exact"] == 2 and summary["parse_rate"] == 1.0
+    manifest = json.loads((tmp_path / "edits.manifest.json").read_text())
+    assert manifest["backend"] == "remote" and manifest["adapter"] is None and "--remote-url" in manifest["command"]
 
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
