@@ -442,6 +442,20 @@ def cmd_bench_check_gold(args: argparse.Namespace) -> int:
     return 1 if any(check.count(Outcome.FAILED) for check in checks.values()) else 0
 
 
+def cmd_settings(args: argparse.Namespace) -> int:
+    """``copyedit settings write|check``: the files generated from ``config.Settings``."""
+    from . import settings_files
+
+    if args.action == "check":
+        stale = settings_files.stale()
+        for name in stale:
+            print(f"{name} is stale: run `copyedit settings write`", file=sys.stderr)
+        return 1 if stale else 0
+    for name in settings_files.write():
+        print(f"wrote {name}", file=sys.stderr)
+    return 0
+
+
 def cmd_bench_index(args: argparse.Namespace) -> int:
     """``copyedit bench index``: rewrite the generated part of ``docs/README.md``."""
     from pathlib import Path
@@ -524,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_edit_commands(commands) -> None:
-    """``analyze``, ``model``, ``apply`` and ``demo``."""
+    """``analyze``, ``settings``, ``model``, ``apply`` and ``demo``."""
     from .edit import COPY_CHECK
 
     analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
@@ -533,6 +547,12 @@ def _add_edit_commands(commands) -> None:
     analyze.add_argument("--seed", type=int, default=0, help="seed of the span noise")
     analyze.add_argument("--json", action="store_true", help="print JSON instead of tables")
     analyze.set_defaults(func=cmd_analyze)
+
+    settings = commands.add_parser(
+        "settings", help="write (or check) the files generated from the server's settings: VS Code's, the READMEs'"
+    )
+    settings.add_argument("action", choices=["write", "check"])
+    settings.set_defaults(func=cmd_settings)
 
     model = commands.add_parser(
         "model", help="fetch, locate or list the GGUF models; hf: export one as a Hugging Face folder (for vLLM)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import cattrs
@@ -11,59 +11,165 @@ import cattrs
 from .edit import COPY_CHECK, EditOptions
 from .models import DEFAULT_MODEL
 
-REVIEWS = ("always", "workspace", "never")
+
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    detail: str = "",
+    vscode: str = "",
+    choices: dict[str, str] | None = None,
+    bounds: dict[str, float] | None = None,
+) -> Any:
+    """A field of :class:`Settings` with what its generated descriptions say (``copyedit settings
+    write``): ``doc``, one line for the READMEs' tables; ``detail``, VS Code's description (else
+    ``doc``); ``vscode``, its key under ``copyedit.`` (else the camelCase name); ``choices``, the
+    allowed values with what each does; ``bounds``, JSON Schema's ``minimum`` and the like."""
+    meta = {
+        "doc": doc,
+        "detail": detail or f"{doc[0].upper()}{doc[1:]}.",
+        "vscode": vscode,
+        "choices": choices or {},
+        "bounds": bounds or {},
+    }
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class Settings:
     """What a user can configure; keys may be snake_case or camelCase."""
 
-    backend: str = "local"  # "local" (llama.cpp in the server) or "remote" (a completions server)
-    model: str = DEFAULT_MODEL  # a model name or a GGUF path
-    n_ctx: int = 0  # the context in tokens; 0: sized to each edit, up to the model's training context
-    n_threads: int | None = None  # default: every core
-    n_gpu_layers: int = 0
-    batch_invariant: bool = False  # the same logits however tokens are batched (a build without llamafile)
-    adapter: str = "default"  # the program modes' span selector: default, none, a shipped name or a .gguf path
-    mode: str = "program"  # "program", "rewrite" or "lookup"
-    splice: str = "prefill"  # "prefill" or "none"
-    copy_check: float = COPY_CHECK  # program mode: the model checks its copies (EditOptions.copy_check); 0: off
-    fallback: bool = True  # program mode: a broken program gives way to a rewrite (EditOptions.fallback)
-    max_new_tokens: int = 2048
-    syntax_guard: bool = True  # refuse a result with more syntax errors than the original
-    review: str = "always"  # hunks the user confirms: "always", "workspace" (the refactor only) or "never"
-    max_file_bytes: int = 2_000_000  # larger documents get an error, not an edit
-    remote_url: str = "http://127.0.0.1:8080/v1"  # an OpenAI-compatible server's base URL
-    remote_model: str = ""  # the served model's name; empty: the first the server lists
-    remote_engine: str = "llama.cpp"  # "llama.cpp" (llama-server, llama-cpp-python) or "vllm"
-    remote_timeout: float = 60.0  # seconds the server may stay silent
-    remote_gens_per_request: bool = True  # a request runs through gens to the next copy; False: one op each
+    model: str = setting(
+        DEFAULT_MODEL,
+        "a model name (`copyedit model list`) or a GGUF path",
+        detail="A model name known to `copyedit model list` (e.g. `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`) "
+        "or the path of a GGUF file.",
+    )
+    mode: str = setting(
+        "program",
+        "how the model writes an edit",
+        choices={
+            "program": "The model writes an edit program of copies and new lines (Copy-as-Decode).",
+            "rewrite": "The model rewrites the whole scope token by token (the baseline).",
+            "lookup": "The model rewrites the whole scope, drafts from the original verified in batches "
+            "(prompt lookup).",
+        },
+    )
+    adapter: str = setting(
+        "default",
+        "program mode's selector: `default`, a shipped name, `none`, a `.gguf`",
+        detail="The span selector of program mode: a LoRA adapter trained to write edit programs. `default`: "
+        "the one shipped for the model; `none`: the base model; or the path of an adapter `.gguf` "
+        "(`copyedit train`).",
+    )
+    splice: str = setting(
+        "prefill",
+        "how copied lines are evaluated in program mode",
+        choices={
+            "prefill": "Copied lines enter the model's cache in one batched forward pass.",
+            "none": "Copied lines are decoded one token at a time.",
+        },
+    )
+    copy_check: float = setting(
+        COPY_CHECK,
+        "program mode: a copied token less likely than this ends the copy; 0: off",
+        detail="Program mode: the model checks each copy as its lines are evaluated. A copied token less "
+        "probable than this under the model (and not its first choice) ends the copy before its line, and "
+        "the model rewrites that line. 0 turns the check off.",
+        bounds={"minimum": 0, "exclusiveMaximum": 1},
+    )
+    fallback: bool = setting(
+        True,
+        "program mode: a broken, lossy or empty program gives way to a rewrite",
+        detail="Program mode: where the model's program is cut short, parses worse than the original, loses "
+        "code or changes nothing, decode the edit again as a rewrite by the base model (slower, but an edit "
+        "you can apply).",
+    )
+    review: str = setting(
+        "always",
+        "hunks the user confirms before they apply",
+        choices={
+            "always": "Every edit opens a diff of the proposal to accept, reject or take hunk by hunk.",
+            "workspace": "Only the workspace refactor asks first (VS Code's refactor preview); single edits "
+            "apply at once.",
+            "never": "Edits apply at once; undo takes them back.",
+        },
+    )
+    syntax_guard: bool = setting(True, "refuse an edit whose result has more syntax errors than the original")
+    n_ctx: int = setting(
+        0,
+        "the context in tokens; 0: sized to each edit",
+        detail="The model's context size in tokens. 0 sizes it to each edit: it starts at 4096 and grows, as "
+        "far as the model's training context, when an edit needs more.",
+        bounds={"minimum": 0},
+    )
+    n_threads: int | None = setting(
+        None, "CPU threads for the model; unset: every core", vscode="threads", bounds={"minimum": 1}
+    )
+    n_gpu_layers: int = setting(
+        0, "model layers offloaded to a GPU (-1: all, 0: none)", vscode="gpuLayers", bounds={"minimum": -1}
+    )
+    batch_invariant: bool = setting(
+        False,
+        "logits independent of batching (needs `make exact`); slower",
+        detail="Evaluate so that a token's logits do not depend on how tokens were batched: drafted and "
+        "undrafted decoding then agree token for token. Slower; needs llama-cpp-python built without "
+        "llamafile (`make exact`).",
+    )
+    max_new_tokens: int = setting(2048, "most tokens the model may choose in one edit", bounds={"minimum": 1})
+    max_file_bytes: int = setting(2_000_000, "larger documents get an error, not an edit", bounds={"minimum": 1})
+    backend: str = setting(
+        "local",
+        "where the model runs",
+        choices={
+            "local": "The model runs inside the server (llama.cpp on this machine).",
+            "remote": "An OpenAI-compatible completions server decodes: llama-server, llama-cpp-python's "
+            "server or vLLM (API key from the server's environment variable COPYEDIT_API_KEY).",
+        },
+    )
+    remote_url: str = setting(
+        "http://127.0.0.1:8080/v1",
+        "the remote server's base URL",
+        detail="The completions server's base URL (with `copyedit.backend` = `remote`), e.g. `http://gpu-box:8000/v1`.",
+        vscode="remote.url",
+    )
+    remote_model: str = setting("", "the served model's name; empty: the first the server lists", vscode="remote.model")
+    remote_engine: str = setting(
+        "llama.cpp",
+        "the remote server's kind",
+        vscode="remote.engine",
+        choices={
+            "llama.cpp": "llama-server or llama-cpp-python's server: the `grammar` field.",
+            "vllm": "vLLM 0.10.2 or later: `structured_outputs.grammar`.",
+        },
+    )
+    remote_timeout: float = setting(
+        60.0, "seconds the server may stay silent before an edit fails", vscode="remote.timeout",
+        bounds={"exclusiveMinimum": 0},
+    )  # fmt: skip
+    remote_gens_per_request: bool = setting(
+        True,
+        "a request runs through gens to the next copy; false: one op",
+        detail="A program request runs through gens to the next copy, which ends it: the same programs as "
+        "one request per op, in fewer requests.",
+        vscode="remote.gensPerRequest",
+    )
 
     def check(self) -> Settings:
         """Raise ValueError on a value out of range."""
-        if self.mode not in ("program", "rewrite", "lookup"):
-            raise ValueError(f"mode must be 'program', 'rewrite' or 'lookup', not {self.mode!r}")
-        if self.review not in REVIEWS:
-            raise ValueError(f"review must be one of {', '.join(map(repr, REVIEWS))}, not {self.review!r}")
-        if self.splice not in ("prefill", "none"):
-            raise ValueError(f"splice must be 'prefill' or 'none', not {self.splice!r}")
-        for name in ("max_new_tokens", "max_file_bytes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive")
-        if self.n_ctx < 0:
-            raise ValueError("n_ctx must be 0 (sized to each edit) or a number of tokens")
-        if not 0 <= self.copy_check < 1:
-            raise ValueError(f"copy_check must be in [0, 1), not {self.copy_check!r}")
-        if self.n_threads is not None and self.n_threads < 1:
-            raise ValueError("n_threads must be positive")
-        if self.backend not in ("local", "remote"):
-            raise ValueError(f"backend must be 'local' or 'remote', not {self.backend!r}")
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                allowed = ", ".join(map(repr, choices))
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        for name, bounds in BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None and not all(TESTS[test](value, limit) for test, limit in bounds.items()):
+                said = " and ".join(f"{WORDS[test]} {limit}" for test, limit in bounds.items())
+                raise ValueError(f"{name} must be {said}, not {value!r}")
         if self.backend == "remote":
             self.endpoint()  # checks the URL and engine
             if self.mode == "lookup":
                 raise ValueError("lookup mode needs the local backend (a server drafts on its own)")
-        if self.remote_timeout <= 0:
-            raise ValueError("remote_timeout must be positive")
         return self
 
     def endpoint(self):
@@ -110,6 +216,14 @@ class Settings:
         )
 
 
+TESTS = {
+    "minimum": lambda value, limit: value >= limit,
+    "exclusiveMinimum": lambda value, limit: value > limit,
+    "exclusiveMaximum": lambda value, limit: value < limit,
+}
+WORDS = {"minimum": "at least", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
+BOUNDS = {f.name: f.metadata["bounds"] for f in fields(Settings) if f.metadata["bounds"]}
+CHOICES = {f.name: tuple(f.metadata["choices"]) for f in fields(Settings) if f.metadata["choices"]}
 _converter = cattrs.Converter(forbid_extra_keys=False)
 
 

@@ -316,7 +316,10 @@ def test_shipped_adapter_is_verified_and_writes_valid_programs(default_model_pat
     assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
     assert selector.name == "qwen2.5-coder-0.5b-v4"
     # only the selectors that are defaults ship: one a model
-    assert sorted(shipped.model for shipped in adapters.SHIPPED.values()) == ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+    assert sorted(shipped.model for shipped in adapters.SHIPPED.values()) == [
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-1.5b",
+    ]
     assert resolve_selector("default", "smollm2-135m") is None
     larger = resolve_selector("default", "qwen2.5-coder-1.5b")  # verified by its sha256, like the others
     assert larger is not None and larger.name == "qwen2.5-coder-1.5b" and larger.model == "qwen2.5-coder-1.5b"

@@ -13,6 +13,7 @@ import {
 } from "vscode-languageclient/node";
 import * as logic from "./logic";
 import { LiveView, Review } from "./review";
+import { SETTINGS } from "./settings";
 
 let client: LanguageClient | undefined;
 let status: logic.Status;
@@ -52,27 +53,12 @@ export async function deactivate(): Promise<void> {
 
 function readConfig(): logic.Config {
   const config = vscode.workspace.getConfiguration("copyedit");
-  return {
+  const values: logic.Config = {
     serverCommand: config.get<string[]>("server.command"),
     pythonPath: config.get<string>("server.pythonPath"),
-    backend: config.get<string>("backend"),
-    model: config.get<string>("model"),
-    remoteUrl: config.get<string>("remote.url"),
-    remoteModel: config.get<string>("remote.model"),
-    remoteEngine: config.get<string>("remote.engine"),
-    remoteTimeout: config.get<number>("remote.timeout"),
-    mode: config.get<string>("mode"),
-    splice: config.get<string>("splice"),
-    threads: config.get<number | null>("threads"),
-    gpuLayers: config.get<number>("gpuLayers"),
-    batchInvariant: config.get<boolean>("batchInvariant"),
-    adapter: config.get<string>("adapter"),
-    copyCheck: config.get<number>("copyCheck"),
-    fallback: config.get<boolean>("fallback"),
-    nCtx: config.get<number>("nCtx"),
-    syntaxGuard: config.get<boolean>("syntaxGuard"),
-    review: config.get<string>("review"),
   };
+  for (const setting of SETTINGS) values[setting.key] = config.get(setting.key);
+  return values;
 }
 
 async function start(): Promise<void> {

@@ -2,6 +2,8 @@
 
 import * as path from "node:path";
 
+import { SETTINGS, type ServerSettings, type Setting } from "./settings";
+
 /** The server's commands; vscode-languageclient registers them, the extension never does. */
 export const EDIT = "copyedit.edit";
 export const REFACTOR = "copyedit.refactorWorkspace";
@@ -15,73 +17,24 @@ export const CANCEL_EDITS = "copyedit.cancelEdits";
 /** The languageIds the server edits (and the extension activates on). */
 export const LANGUAGES = ["python", "javascript", "typescript", "javascriptreact", "typescriptreact"];
 
-/** The `copyedit.*` settings, as `WorkspaceConfiguration.get` returns them. */
+/** The `copyedit.*` settings, as `WorkspaceConfiguration.get` returns them: the extension's own
+ * and, under their VS Code keys (`SETTINGS`), the server's. */
 export interface Config {
   serverCommand?: string[];
   pythonPath?: string;
-  backend?: string;
-  model?: string;
-  remoteUrl?: string;
-  remoteModel?: string;
-  remoteEngine?: string;
-  remoteTimeout?: number;
-  mode?: string;
-  splice?: string;
-  threads?: number | null;
-  gpuLayers?: number;
-  batchInvariant?: boolean;
-  adapter?: string;
-  copyCheck?: number;
-  fallback?: boolean;
-  nCtx?: number;
-  syntaxGuard?: boolean;
-  review?: string;
+  [key: string]: unknown;
 }
 
-/** The server's settings object (camelCase keys of copyedit_lsp.config.Settings). */
-export interface ServerSettings {
-  backend?: string;
-  model?: string;
-  remoteUrl?: string;
-  remoteModel?: string;
-  remoteEngine?: string;
-  remoteTimeout?: number;
-  mode?: string;
-  splice?: string;
-  nThreads?: number | null;
-  nGpuLayers?: number;
-  batchInvariant?: boolean;
-  adapter?: string;
-  copyCheck?: number;
-  fallback?: boolean;
-  nCtx?: number;
-  syntaxGuard?: boolean;
-  review?: string;
-}
+export type { ServerSettings };
 
-/** `initializationOptions`: the settings that are set; unset ones keep the server's defaults. */
+/** `initializationOptions`: the settings that are set and valid; the rest keep the server's defaults. */
 export function initializationOptions(config: Config): ServerSettings {
-  const options: ServerSettings = {};
-  if (config.backend) options.backend = config.backend;
-  if (config.model) options.model = config.model;
-  if (config.remoteUrl) options.remoteUrl = config.remoteUrl;
-  if (typeof config.remoteModel === "string") options.remoteModel = config.remoteModel;
-  if (config.remoteEngine) options.remoteEngine = config.remoteEngine;
-  if (typeof config.remoteTimeout === "number" && config.remoteTimeout > 0) options.remoteTimeout = config.remoteTimeout;
-  if (config.mode) options.mode = config.mode;
-  if (config.splice) options.splice = config.splice;
-  if (isCount(config.threads)) options.nThreads = config.threads;
-  if (Number.isInteger(config.gpuLayers)) options.nGpuLayers = config.gpuLayers;
-  if (typeof config.batchInvariant === "boolean") options.batchInvariant = config.batchInvariant;
-  if (config.adapter) options.adapter = config.adapter;
-  if (typeof config.copyCheck === "number" && config.copyCheck >= 0 && config.copyCheck < 1) {
-    options.copyCheck = config.copyCheck;
+  const options: Record<string, unknown> = {};
+  for (const setting of SETTINGS) {
+    const value = config[setting.key];
+    if (valid(value, setting)) options[setting.name] = value;
   }
-  if (typeof config.fallback === "boolean") options.fallback = config.fallback;
-  if (Number.isInteger(config.nCtx) && (config.nCtx as number) >= 0) options.nCtx = config.nCtx; // 0: sized to each edit
-  if (typeof config.syntaxGuard === "boolean") options.syntaxGuard = config.syntaxGuard;
-  if (config.review) options.review = config.review;
-  return options;
+  return options as ServerSettings;
 }
 
 /** `workspace/didChangeConfiguration` settings: as at start, but unset threads reset to every core. */
@@ -90,8 +43,20 @@ export function changedSettings(config: Config): ServerSettings {
   return "nThreads" in settings ? settings : { ...settings, nThreads: null };
 }
 
-function isCount(value: unknown): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value > 0;
+/** Whether a setting's value is one the server takes (null and undefined are unset). */
+function valid(value: unknown, setting: Setting): boolean {
+  if (setting.type === "string") {
+    if (typeof value !== "string") return false;
+    return setting.choices ? setting.choices.includes(value) : value !== "" || setting.empty === true;
+  }
+  if (setting.type === "boolean") return typeof value === "boolean";
+  if (typeof value !== "number" || !Number.isFinite(value)) return false;
+  if (setting.type === "integer" && !Number.isInteger(value)) return false;
+  return (
+    (setting.minimum === undefined || value >= setting.minimum) &&
+    (setting.exclusiveMinimum === undefined || value > setting.exclusiveMinimum) &&
+    (setting.exclusiveMaximum === undefined || value < setting.exclusiveMaximum)
+  );
 }
 
 /** How to start the server: `copyedit.server.command`, else `<pythonPath> -m copyedit_lsp.server`.

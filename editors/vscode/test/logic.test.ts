@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import * as logic from "../src/logic";
+import { SETTINGS } from "../src/settings";
 
 const root = path.resolve(__dirname, "..", "..");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
@@ -67,37 +68,25 @@ describe("settings -> initializationOptions", () => {
   test("remote backend settings", () => {
     assert.deepEqual(
       logic.initializationOptions({
-        backend: "remote", remoteUrl: "http://gpu:8000/v1", remoteModel: "", remoteEngine: "vllm", remoteTimeout: 0,
+        backend: "remote",
+        "remote.url": "http://gpu:8000/v1",
+        "remote.model": "",
+        "remote.engine": "vllm",
+        "remote.timeout": 0,
       }),
       { backend: "remote", remoteUrl: "http://gpu:8000/v1", remoteModel: "", remoteEngine: "vllm" },
     );
   });
 
   test("package.json defaults map to the server's defaults (copyedit_lsp/config.py)", () => {
-    const defaults: logic.Config = {
-      backend: properties["copyedit.backend"].default as string,
-      remoteUrl: properties["copyedit.remote.url"].default as string,
-      remoteModel: properties["copyedit.remote.model"].default as string,
-      remoteEngine: properties["copyedit.remote.engine"].default as string,
-      remoteTimeout: properties["copyedit.remote.timeout"].default as number,
-      model: properties["copyedit.model"].default as string,
-      mode: properties["copyedit.mode"].default as string,
-      splice: properties["copyedit.splice"].default as string,
-      threads: properties["copyedit.threads"].default as null,
-      gpuLayers: properties["copyedit.gpuLayers"].default as number,
-      batchInvariant: properties["copyedit.batchInvariant"].default as boolean,
-      adapter: properties["copyedit.adapter"].default as string,
-      copyCheck: properties["copyedit.copyCheck"].default as number,
-      fallback: properties["copyedit.fallback"].default as boolean,
-      nCtx: properties["copyedit.nCtx"].default as number,
-      syntaxGuard: properties["copyedit.syntaxGuard"].default as boolean,
-      review: properties["copyedit.review"].default as string,
-    };
+    const defaults: logic.Config = {};
+    for (const setting of SETTINGS) defaults[setting.key] = properties[`copyedit.${setting.key}`].default;
     const options = logic.initializationOptions(defaults);
     const server = serverDefaults();
     for (const [key, value] of Object.entries(options)) assert.deepEqual(value, server[key], key);
     // every setting but threads (unset: every core, the server's own default) reaches the server
-    assert.equal(Object.keys(options).length, Object.keys(defaults).length - 1);
+    assert.equal(Object.keys(options).length, SETTINGS.length - 1);
+    assert.deepEqual(Object.keys(server).sort(), SETTINGS.map((setting) => setting.name).sort());
   });
 
   test("a configuration change resets unset threads to every core", () => {
@@ -105,13 +94,15 @@ describe("settings -> initializationOptions", () => {
     assert.deepEqual(logic.changedSettings({ threads: 2 }), { nThreads: 2 });
   });
 
-  test("src/extension.ts reads every setting package.json declares", () => {
-    const source = readFileSync(path.join(root, "src", "extension.ts"), "utf8");
-    const read = [...source.matchAll(/config\.get<[^>]+>\("([\w.]+)"\)/g)].map((m) => `copyedit.${m[1]}`);
-    // copyedit.trace.server is vscode-languageclient's own: it reads `<client id>.trace.server`
-    const declared = Object.keys(properties).filter((key) => key !== "copyedit.trace.server");
-    assert.deepEqual(read.sort(), declared.sort());
-    assert.ok("copyedit.trace.server" in properties);
+  test("package.json declares the extension's own settings and every server setting", () => {
+    const own = ["copyedit.server.command", "copyedit.server.pythonPath", "copyedit.trace.server"];
+    const server = SETTINGS.map((setting) => `copyedit.${setting.key}`);
+    assert.deepEqual(Object.keys(properties).sort(), [...own, ...server].sort());
+  });
+
+  test("values outside a setting's choices or bounds are omitted", () => {
+    assert.deepEqual(logic.initializationOptions({ mode: "fast", review: "sometimes", "remote.timeout": -1 }), {});
+    assert.deepEqual(logic.initializationOptions({ maxNewTokens: 512, gpuLayers: -2 }), { maxNewTokens: 512 });
   });
 });
 
