@@ -153,11 +153,14 @@ demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
 
-# ruff (lint and format) over the Python, mypy strict over the typed core (pyproject.toml says which).
+# ruff (lint and format) over the Python, mypy strict over the typed core, import-linter over the
+# layers (pyproject.toml says which), and the files generated from the settings and the docs current.
 lint: setup
 	$(BIN)/ruff check copyedit_lsp tests
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/copyedit settings check
 
 # The inner loop: lint, types and every test that needs no model, editor or engine build.
 check: lint

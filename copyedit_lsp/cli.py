@@ -20,7 +20,7 @@ def _pct(value: float) -> str:
 
 def _add_source_arguments(parser: argparse.ArgumentParser, default: Sequence[str] | None = None) -> None:
     """The edit sets to read (``default`` without any: every preset) and how to read a JSONL path."""
-    from .bench.datasets import FIELDS, FORMATS, PRESETS, WHOLE_FILES
+    from .datasets import FIELDS, FORMATS, PRESETS, WHOLE_FILES
 
     parser.add_argument(
         "sources",
@@ -49,7 +49,7 @@ def _add_source_arguments(parser: argparse.ArgumentParser, default: Sequence[str
 
 
 def _load_sources(args: argparse.Namespace, seed: int | None = None) -> dict[str, list]:
-    from .bench.datasets import FIELDS, load_items
+    from .datasets import FIELDS, load_items
 
     fields = {name: value for name in FIELDS if (value := getattr(args, f"{name}_field")) is not None}
     return {
@@ -63,7 +63,7 @@ def _load_sources(args: argparse.Namespace, seed: int | None = None) -> dict[str
 def cmd_analyze(args: argparse.Namespace) -> int:
     """``copyedit analyze``: copy ceiling, oracle exact match and span noise, no model needed."""
     from .bench import analysis
-    from .bench.output import markdown_table
+    from .reports import markdown_table
 
     sets = _load_sources(args)
     pooled = [item for items in sets.values() for item in items]
@@ -114,7 +114,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     from . import models
 
     if args.action == "list":
-        from .bench.output import markdown_table
+        from .reports import markdown_table
 
         rows = [
             [
@@ -149,7 +149,7 @@ def _line_range(text: str) -> tuple[int, int]:
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    from .models import DEFAULT_MODEL
+    from .edit import DEFAULT_MODEL
 
     parser.add_argument("--model", default=DEFAULT_MODEL, help="a model name (copyedit model list) or a GGUF path")
     parser.add_argument("--n-ctx", type=int, default=0, help="context length in tokens (default 0: sized to each edit)")
@@ -414,8 +414,8 @@ def cmd_bench_formats(args: argparse.Namespace) -> int:
 
     from .backend import Vocabulary
     from .bench import formats
-    from .bench.output import write_json
     from .models import resolve_model
+    from .reports import write_json
 
     sets = _load_sources(args)
     vocabulary = Vocabulary(resolve_model(args.model, fetch_missing=True, progress=True))
@@ -471,7 +471,7 @@ def cmd_bench_lsp(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .bench import lsp
-    from .bench.output import write_json
+    from .reports import write_json
 
     result = lsp.lsp_benchmark(_server_options(args), lines=args.lines, requests=args.requests, edits=args.edits)
     path = write_json(result, Path(args.out), "lsp")
@@ -616,7 +616,7 @@ def _add_edit_commands(commands) -> None:
 
 def _add_bench_commands(bench) -> None:
     """``bench kernel``, ``edits``, ``check-gold``, ``formats``, ``lsp`` and ``index``."""
-    from .models import DEFAULT_MODEL
+    from .edit import DEFAULT_MODEL
 
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
     _add_model_arguments(kernel)
@@ -720,7 +720,7 @@ def _kind_counts(text: str) -> tuple[tuple[str, int], ...]:
 
 
 def _add_train_command(commands) -> None:
-    from .models import DEFAULT_MODEL
+    from .edit import DEFAULT_MODEL
 
     train = commands.add_parser("train", help="train the span selector (a LoRA adapter; needs the [train] extra)")
     train.add_argument("--model", default=DEFAULT_MODEL, help="the base model (a name or a GGUF path)")

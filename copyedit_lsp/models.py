@@ -24,6 +24,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .edit import DEFAULT_MODEL
+
 _CHUNK = 8 * 1024 * 1024
 _GGUF_MAGIC = b"GGUF"
 _GGUF_VERSIONS = (2, 3)
@@ -89,8 +91,6 @@ MODELS: dict[str, ModelSpec] = {
         ),
     )
 }
-
-DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 
 
 def cache_dir() -> Path:

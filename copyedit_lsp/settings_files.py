@@ -78,7 +78,8 @@ def settings_ts(settings: Sequence[Field]) -> str:
     lines += ["}", "", "/** A server setting as VS Code holds it under `copyedit.`. */", "export interface Setting {"]
     lines += ["  name: keyof ServerSettings;", "  key: string;", '  type: "string" | "boolean" | "integer" | "number";']
     lines += ["  choices?: readonly string[];", "  empty?: boolean; // an empty string is a value, not unset"]
-    lines += ["  minimum?: number;", "  exclusiveMinimum?: number;", "  exclusiveMaximum?: number;", "}", ""]
+    lines += ["  minimum?: number;", "  exclusiveMinimum?: number;", "  exclusiveMaximum?: number;"]
+    lines += ["  pattern?: string;", "}", ""]
     lines += ["export const SETTINGS: readonly Setting[] = ["]
     for field in settings:
         kind = json_type(field)
@@ -88,7 +89,7 @@ def settings_ts(settings: Sequence[Field]) -> str:
             entry["choices"] = list(field.metadata["choices"])
         if field.default == "":
             entry["empty"] = True
-        entry |= field.metadata["bounds"]
+        entry |= field.metadata["schema"]
         lines.append(f"  {_ts_object(entry)},")
     return "\n".join([*lines, "];", ""])
 
@@ -130,7 +131,7 @@ def _schema(field: Field) -> dict[str, Any]:
     choices = field.metadata["choices"]
     if choices:
         schema |= {"enum": list(choices), "enumDescriptions": list(choices.values())}
-    schema |= field.metadata["bounds"]
+    schema |= field.metadata["schema"]
     schema["default"] = field.default
     schema["markdownDescription"] = field.metadata["detail"]
     return schema

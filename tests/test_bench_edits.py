@@ -7,7 +7,6 @@ import math
 import pytest
 
 from copyedit_lsp.backend import Backend
-from copyedit_lsp.bench.datasets import EditItem, load_items
 from copyedit_lsp.bench.edits import (
     BASE_MODES,
     bound_table,
@@ -17,6 +16,7 @@ from copyedit_lsp.bench.edits import (
     summarize,
     write_outputs,
 )
+from copyedit_lsp.datasets import EditItem, load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions, EditResult, EditStats
 
@@ -177,8 +177,8 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
 def test_an_item_that_raises_is_recorded_and_a_killed_run_resumes(tiny_model_path, tmp_path):
     """One item too long for a fixed context: its rows say why and the run goes on. The rows are
     kept as they are measured; a run killed mid-line resumes and measures only what is missing."""
-    from copyedit_lsp.bench.datasets import EditItem
     from copyedit_lsp.bench.edits import RowLog, format_tables
+    from copyedit_lsp.datasets import EditItem
 
     decoder = Decoder(Backend(tiny_model_path, n_ctx=1024, n_threads=2))
     long = "".join(f"value_{i} = {i}\n" for i in range(300))

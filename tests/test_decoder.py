@@ -11,8 +11,8 @@ from fixes import fix_problems
 
 from copyedit_lsp.backend import Backend, BackendError, Vocabulary
 from copyedit_lsp.bench.checks import Outcome, run_tests
-from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
+from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import (
     CUTS,

@@ -19,11 +19,10 @@ from test_remote import check_forced_mode, free_port
 from copyedit_lsp import models
 from copyedit_lsp.backend import Backend, Vocabulary
 from copyedit_lsp.bench.checks import die_with_parent
-from copyedit_lsp.bench.datasets import load_items
+from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import Cancelled, ContextOverflow, EditOptions
+from copyedit_lsp.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.grammar import op_grammar
-from copyedit_lsp.models import DEFAULT_MODEL
 from copyedit_lsp.program import Copy, Program
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.remote import Answer, Completions, Endpoint, RemoteDecoder, RemoteError

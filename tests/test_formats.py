@@ -6,7 +6,6 @@ import pytest
 from hypothesis import event, given, settings
 from strategies import edits
 
-from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.bench.formats import (
     DIVIDER,
     REPLACE,
@@ -18,6 +17,7 @@ from copyedit_lsp.bench.formats import (
     search_replace_text,
     unified_diff_text,
 )
+from copyedit_lsp.datasets import load_items
 from copyedit_lsp.resolver import split_lines
 
 

@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from copyedit_lsp.bench.checks import Outcome
-from copyedit_lsp.bench.datasets import data_dir, load_items
 from copyedit_lsp.bench.gold import check_gold
 from copyedit_lsp.cli import SHARED_SETS, main
+from copyedit_lsp.datasets import data_dir, load_items
 from copyedit_lsp.loss import lost_code
 
 

@@ -22,13 +22,12 @@ from test_server import as_dict, ended, open_document, run_edit, start
 from copyedit_lsp import remote
 from copyedit_lsp.backend import Backend, Vocabulary
 from copyedit_lsp.bench.checks import die_with_parent
-from copyedit_lsp.bench.datasets import load_items
 from copyedit_lsp.config import Settings, updated
+from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import CUTS, Cancelled, ContextOverflow, EditOptions
-from copyedit_lsp.engine import Engine
+from copyedit_lsp.edit import CUTS, DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
+from copyedit_lsp.engine import Engine, endpoint
 from copyedit_lsp.grammar import gen_rest_grammar
-from copyedit_lsp.models import DEFAULT_MODEL
 from copyedit_lsp.program import Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.region import choice_names
@@ -522,7 +521,7 @@ async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
 
 def test_remote_settings_are_checked():
     settings = updated(Settings(), {"backend": "remote", "remoteUrl": "http://gpu:8000/v1", "remoteEngine": "vllm"})
-    assert settings.endpoint() == Endpoint("http://gpu:8000/v1", "", "vllm", 60.0)
+    assert endpoint(settings) == Endpoint("http://gpu:8000/v1", "", "vllm", 60.0)
     assert settings.model_keys != updated(settings, {"remoteModel": "other"}).model_keys
     for bad, message in [
         ({"backend": "cloud"}, "backend"),

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from strategies import documents, edits
 
-from copyedit_lsp.bench.datasets import PRESETS, load_items
+from copyedit_lsp.datasets import PRESETS, load_items
 from copyedit_lsp.program import Copy, Gen, Program, ProgramError
 from copyedit_lsp.resolver import apply_edits, oracle_program, resolve, split_lines, text_edits
 
@@ -124,7 +124,7 @@ def test_core_imports_neither_llama_nor_pygls():
     code = (
         "import sys; import copyedit_lsp.program, copyedit_lsp.resolver, copyedit_lsp.grammar, copyedit_lsp.edit, "
         "copyedit_lsp.prompt, copyedit_lsp.languages, copyedit_lsp.scope, copyedit_lsp.loss, "
-        "copyedit_lsp.bench.analysis, copyedit_lsp.bench.datasets; "
+        "copyedit_lsp.bench.analysis, copyedit_lsp.datasets; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'pygls', 'lsprotocol')]; "
         "assert not bad, bad"
     )

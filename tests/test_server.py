@@ -296,7 +296,7 @@ async def test_review_hunks_rejected_taken_or_not_asked_for(qwen):
 def long_module(lines: int = 230) -> str:
     """A Python file of at most ``lines`` lines: correct HumanEvalFix solutions with their
     docstrings, then the demo's buggy mean() (230: about 220 lines and 1,530 tokens)."""
-    from copyedit_lsp.bench.datasets import data_dir
+    from copyedit_lsp.datasets import data_dir
 
     stats = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
     records = (json.loads(line) for line in (data_dir() / "humanevalfix" / "python.jsonl").open())

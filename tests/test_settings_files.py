@@ -30,7 +30,7 @@ def test_a_changed_default_or_bound_reaches_every_generated_file(tree):
     tokens = next(field for field in changed if field.name == "max_new_tokens")
     tokens.default = 4096
     threads = next(field for field in changed if field.name == "n_threads")
-    threads.metadata = {**threads.metadata, "bounds": {"minimum": 2}}
+    threads.metadata = {**threads.metadata, "schema": {"minimum": 2}}
     assert sorted(settings_files.write(tree, changed)) == sorted(
         [settings_files.PACKAGE, settings_files.TYPES, *settings_files.TABLES]
     )

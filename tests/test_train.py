@@ -20,7 +20,7 @@ from strategies import edits
 from copyedit_lsp import adapters
 from copyedit_lsp.adapters import resolve_selector
 from copyedit_lsp.backend import Backend, BackendError, Vocabulary
-from copyedit_lsp.bench.datasets import data_dir, load_items
+from copyedit_lsp.datasets import data_dir, load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions
 from copyedit_lsp.models import ModelError

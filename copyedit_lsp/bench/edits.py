@@ -35,16 +35,16 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from ..datasets import EditItem
 from ..decoder import Decoder
 from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
 from ..loss import lost_code
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
 from ..region import choice_names, narrowed_scope
+from ..reports import markdown_table, write_json
 from ..resolver import oracle_program, split_lines
 from .checks import Outcome, run_tests
-from .datasets import EditItem
-from .output import markdown_table, write_json
 
 # The decoder's speedups one at a time off (and all off), as mode suffixes: ``program-no-tags``.
 ABLATIONS: dict[str, Speedups] = {

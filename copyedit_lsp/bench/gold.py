@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
+from ..datasets import EditItem
 from ..loss import lost_code
 from .checks import Outcome, Verdict, run_tests
-from .datasets import EditItem
 
 
 @dataclass(frozen=True)

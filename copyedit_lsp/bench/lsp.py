@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .client import ServerSession
-from .output import markdown_table
+from ..lsp_client import ServerSession
+from ..reports import markdown_table
 
 EDIT_SOURCE = '''def mean(values):
     """Return the arithmetic mean of values."""

@@ -19,9 +19,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ..bench.output import markdown_table
 from ..models import sha256_file
 from ..prompt import ChatTemplate
+from ..reports import markdown_table
 from ..resolver import oracle_program
 from .data import (
     Example,

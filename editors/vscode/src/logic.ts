@@ -47,6 +47,7 @@ export function changedSettings(config: Config): ServerSettings {
 function valid(value: unknown, setting: Setting): boolean {
   if (setting.type === "string") {
     if (typeof value !== "string") return false;
+    if (setting.pattern !== undefined && !new RegExp(setting.pattern).test(value)) return false;
     return setting.choices ? setting.choices.includes(value) : value !== "" || setting.empty === true;
   }
   if (setting.type === "boolean") return typeof value === "boolean";

@@ -34,6 +34,7 @@ export interface Setting {
   minimum?: number;
   exclusiveMinimum?: number;
   exclusiveMaximum?: number;
+  pattern?: string;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -52,7 +53,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: "maxNewTokens", key: "maxNewTokens", type: "integer", minimum: 1 },
   { name: "maxFileBytes", key: "maxFileBytes", type: "integer", minimum: 1 },
   { name: "backend", key: "backend", type: "string", choices: ["local", "remote"] },
-  { name: "remoteUrl", key: "remote.url", type: "string" },
+  { name: "remoteUrl", key: "remote.url", type: "string", pattern: "^https?://" },
   { name: "remoteModel", key: "remote.model", type: "string", empty: true },
   { name: "remoteEngine", key: "remote.engine", type: "string", choices: ["llama.cpp", "vllm"] },
   { name: "remoteTimeout", key: "remote.timeout", type: "number", exclusiveMinimum: 0 },

@@ -9,8 +9,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from ..live import OP_NOTIFICATION
-from ..scope import language_for
+from .live import OP_NOTIFICATION
+from .scope import language_for
 
 
 class ServerSession:

@@ -1,4 +1,4 @@
-"""The benchmarks' outputs: one JSON writer and one Markdown table writer."""
+"""The outputs of benchmarks and training runs: one JSON writer and one Markdown table writer."""
 
 from __future__ import annotations
 
