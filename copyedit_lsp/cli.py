@@ -219,7 +219,7 @@ def _settings(args: argparse.Namespace, **values):
 
 
 def _open_editor(args: argparse.Namespace, **values):
-    from .engine import open_editor
+    from .worker import open_editor
 
     return open_editor(_settings(args, **values), progress=True)
 

@@ -44,18 +44,14 @@ from .edit import (
     ProgressCallback,
     Speedups,
     StopFlag,
-    decoded_program,
     fall_back,
     fence_at,
     fixed_prefix,
-    repeating,
     repeats_input,
-    replaced_through,
     rewritten_text,
 )
 from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
 from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
-from .resolver import resolve
 from .tokens import (
     REOPEN,
     CopyCheck,
@@ -67,6 +63,7 @@ from .tokens import (
     reopening,
     write_number,
 )
+from .writer import ProgramWriter
 
 
 @dataclass(frozen=True)
@@ -263,69 +260,53 @@ class Decoder:
             )
 
     def _program(self, run: TokenRun, prompt: list[int], source: str, options: EditOptions) -> EditResult:
-        view = SourceView.of(source)
-        n = len(view.lines)
-        target, speedups = options.program, options.speedups
-        if target is not None:
-            target.validate(n)
+        writer = ProgramWriter(source, options.ordered, options.program)
+        view, speedups, scripted = writer.view, options.speedups, options.program is not None
         drafter = self.drafter(view)
         self._check_fits(run, prompt, len(drafter.lookup.original), options)
         run.prefill(prompt)
-        ops: list[Op] = []
-        after = 1  # the input line after what the program has copied or rewritten
-        check = CopyCheck.of(options, self.tokens) if target is None else None
+        check = None if scripted else CopyCheck.of(options, self.tokens)
         reopened = False  # the last gen was closed by a <gen> that opened the next one
         while not run.out_of_budget():
-            first = after if options.ordered else 1  # the first line a copy may start at
-            goal = target.ops[len(ops)] if target is not None and len(ops) < len(target.ops) else None
+            goal = writer.goal()
             if speedups.draft_tags and not reopened:
-                run.draft(drafter.next_op(ops[-1] if ops else None, with_body=speedups.draft_gens))
-            trie = self.any_op if first <= n else self.no_copy
+                run.draft(drafter.next_op(writer.ops[-1] if writer.ops else None, with_body=speedups.draft_gens))
+            trie = self.any_op if writer.first <= writer.lines else self.no_copy
             op_start = run.position()
-            kind = "gen" if reopened else trie.walk(run, None if target is None else op_kind(goal))
+            kind = "gen" if reopened else trie.walk(run, op_kind(goal) if scripted else None)
             if kind == "end":
                 break
             doubted = None  # the line a checked copy stopped before: the model rewrites from there
             if kind == "copy":
-                outcome = self._copy(run, view, first, goal, options.splice, check, op_start)
+                outcome = self._copy(run, view, writer.first, goal, options.splice, check, op_start)
                 if outcome.kept is not None:
-                    after = outcome.kept.end + 1
-                    ops.append(outcome.kept)
+                    writer.copy(outcome.kept)
                 doubted = outcome.doubted
                 if doubted is not None:
-                    after = doubted
-                drafter.line = after
+                    writer.doubt(doubted)
+                drafter.line = writer.after
             if kind == "gen" or doubted is not None:
-                scripted = goal.text if isinstance(goal, Gen) else None
-                gen = self._gen_body(run, scripted, drafter, speedups, None if target else (view, after))
-                if reopened and ops and ops[-1] == Gen(gen.text):  # a gen reopened only to say it again
-                    run.cut = run.cut or "repeated"
+                text = goal.text if isinstance(goal, Gen) else None
+                gen = self._gen_body(run, text, drafter, speedups, None if scripted else (view, writer.after))
+                if reopened and writer.says_again(gen.text):
                     break
-                text, ended, reopened = gen.text, gen.ended, gen.reopened
-                if text:
-                    ops.append(Gen(text))
-                    if target is None and repeating(ops):
-                        run.cut = run.cut or "repeated"
-                        break
-                    if target is None:
-                        through = replaced_through(view, text, doubted, after)
-                        if options.ordered and through == n:
-                            break  # the gen wrote out the input's last line: the program is complete
-                        after = max(after, through + 1)
-                drafter.line = drafter.resume_line(text)
-                if ended:
+                reopened = gen.reopened
+                if gen.text and writer.gen(gen.text, doubted):
                     break
-            run.stats.ops = len(ops)
-            run.watch.report(ops)
+                drafter.line = drafter.resume_line(gen.text)
+                if gen.ended:
+                    break
+            run.stats.ops = len(writer.ops)
+            run.watch.report(writer.ops)
         else:
             run.force(self.tokens.ops["end"])
-        run.stats.ops = len(ops)
-        run.watch.report(ops)  # the ops a break left unreported
+        run.cut = run.cut or writer.cut
+        run.stats.ops = len(writer.ops)
+        run.watch.report(writer.ops)  # the ops a break left unreported
         tokens = run.answer(len(prompt))
-        program = decoded_program(ops, source)
-        text = resolve(program, source)
+        text = writer.text()
         run.stats.output_tokens = len(self.backend.tokenize(text)) if text else 0
-        return EditResult(program, text, run.stats, tokens, cut=run.cut)
+        return EditResult(writer.program(), text, run.stats, tokens, cut=run.cut)
 
     def drafter(self, view: SourceView) -> ProgramDrafter:
         """The guesses of a program over ``view``, from this decoder's tokens and draft settings."""

@@ -34,19 +34,16 @@ from .edit import (
     EditWatch,
     ProgressCallback,
     StopFlag,
-    decoded_program,
     fall_back,
     fence_at,
     fixed_prefix,
-    repeating,
     repeats_input,
-    replaced_through,
     rewritten_text,
 )
 from .grammar import choice_grammar, gen_rest_grammar, literal_grammar, op_grammar
 from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
 from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
-from .resolver import resolve
+from .writer import ProgramWriter
 
 API_KEY_VARIABLE = "COPYEDIT_API_KEY"
 ENGINES = ("llama.cpp", "vllm")
@@ -387,66 +384,52 @@ class RemoteDecoder:
         return fall_back(self, result, source, instruction, options, mode="rewrite", stop=stop, on_progress=on_progress)
 
     def _program(self, session: _Session, prompt: str, source: str, options: EditOptions, budget: int) -> EditResult:
-        view = SourceView.of(source)
-        n = len(view.lines)
-        target = options.program
-        if target is not None:
-            target.validate(n)
-        stats = session.stats
-        ops: list[Op] = []
-        after = 1  # the input line after what the program has copied or rewritten
+        writer = ProgramWriter(source, options.ordered, options.program)
+        view, stats, scripted = writer.view, session.stats, options.program is not None
         cut = None
         done = False
         through_gens = self.completions.endpoint.gens_per_request
         while not done and stats.chosen_tokens < budget:
-            if target is not None:  # the script's next op, or its gens up to its next copy and that copy
-                rest = target.ops[len(ops) :]
+            if scripted:  # the script's next op, or its gens up to its next copy and that copy
+                rest = writer.rest()
                 script = _to_next_copy(rest) if through_gens else _op_text(rest[0]) if rest else PROGRAM_CLOSE
                 grammar = literal_grammar(script)
             else:
-                grammar = op_grammar(n, after if options.ordered else 1, after_gens=through_gens)
+                grammar = op_grammar(writer.lines, writer.first, after_gens=through_gens)
             room = budget - stats.chosen_tokens
             answer = session.complete(prompt, grammar, min(self.max_gen_tokens, room))
             if answer.finish_reason == "length":  # the server stopped at max_tokens
                 cut = "max_new_tokens" if room <= self.max_gen_tokens else "max_gen_tokens"
             for piece in _op_pieces(answer):
-                rewritten = target is None and piece.text.startswith(GEN_OPEN) and piece.text.endswith(GEN_CLOSE)
-                if rewritten and repeats_input(view, piece.text[len(GEN_OPEN) : -len(GEN_CLOSE)], after):
-                    piece = self._write_on(session, prompt, piece, view, after, budget)
+                rewritten = not scripted and piece.text.startswith(GEN_OPEN) and piece.text.endswith(GEN_CLOSE)
+                if rewritten and repeats_input(view, piece.text[len(GEN_OPEN) : -len(GEN_CLOSE)], writer.after):
+                    piece = self._write_on(session, prompt, piece, view, writer.after, budget)
                 else:
                     rewritten = False
-                op, ended = _read_op(piece, n)
-                if isinstance(op, Copy) and options.ordered and op.start < after:
+                op, ended = _read_op(piece, writer.lines)
+                if isinstance(op, Copy) and op.start < writer.first:
                     break  # drafted after a gen that moved the first line a copy may start at: asked again
                 if op is None:
                     done = True
                     break
-                ops.append(op)
                 prompt += piece.text
                 if isinstance(op, Copy):
-                    after = op.end + 1
+                    writer.copy(op)
                     if options.splice == "prefill":
                         prompt += view.span(op.start, op.end)
                         stats.splice_calls += 1
-                elif isinstance(op, Gen) and target is None:
-                    if repeating(ops):
-                        cut, done = "repeated", True
-                        break
-                    through = replaced_through(view, op.text, None, after)
-                    ended = ended or (options.ordered and through == n)  # the gen wrote out the input's last line
-                    after = max(after, through + 1)
-                stats.ops = len(ops)
-                session.watch.report(ops)
-                if ended:
-                    done = True
+                else:
+                    ended = writer.gen(op.text) or ended
+                stats.ops = len(writer.ops)
+                session.watch.report(writer.ops)
+                done = done or ended
                 if done or rewritten:
                     break  # what the server wrote after a gen it was asked to write on is not taken
         if not done and stats.chosen_tokens >= budget:
             cut = "max_new_tokens"
-        stats.ops = len(ops)
-        session.watch.report(ops)  # the ops a break left unreported
-        program = decoded_program(ops, source)
-        return EditResult(program, resolve(program, source), stats, cut=cut)
+        stats.ops = len(writer.ops)
+        session.watch.report(writer.ops)  # the ops a break left unreported
+        return EditResult(writer.program(), writer.text(), stats, cut=writer.cut or cut)
 
     def _write_on(
         self, session: _Session, prompt: str, answer: Answer, view: SourceView, line: int, budget: int

@@ -1,4 +1,4 @@
-"""The language server: thin pygls handlers over :mod:`actions`, :mod:`region`, :mod:`engine`.
+"""The language server: thin pygls handlers over :mod:`actions`, :mod:`region`, :mod:`worker`.
 
 Every change goes to the client as a versioned ``workspace/applyEdit``; the server never writes a file.
 """
@@ -40,7 +40,6 @@ from . import __version__
 from .actions import Diagnostic, list_actions
 from .config import Settings, updated
 from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
-from .engine import Engine
 from .framing import MAX_DEPTH, Message, Unparsed, read_messages, thread_reader
 from .live import OP_NOTIFICATION, LiveOps
 from .loss import Loss
@@ -62,6 +61,7 @@ from .region import (
 from .resolver import split_lines
 from .scope import language_for, top_level_chunks
 from .textedits import region_edits
+from .worker import Worker
 from .workspace_files import WorkspaceFile, workspace_files
 
 EDIT_COMMAND = "copyedit.edit"
@@ -236,12 +236,12 @@ def _schema_error(error: Exception) -> str:
 
 
 class CopyeditServer(LanguageServer):
-    """The server's state: settings, the engine, the stop flags of running requests by id."""
+    """The server's state: settings, the worker thread, the stop flags of running requests by id."""
 
     def __init__(self) -> None:
         super().__init__("copyedit-lsp", __version__, protocol_cls=CopyeditProtocol)
         self.settings = Settings()
-        self.engine = Engine()
+        self.worker = Worker()
         self.stops: dict[object, threading.Event] = {}
         self.editing: dict[str, set[threading.Event]] = {}  # stop flags of the running edits by document URI
 
@@ -313,7 +313,7 @@ def _load_model(ls: CopyeditServer) -> None:
 
         loop.call_soon_threadsafe(report)
 
-    ls.engine.load(ls.settings, done)
+    ls.worker.load(ls.settings, done)
 
 
 def _supports_progress(ls: CopyeditServer) -> bool:
@@ -646,7 +646,7 @@ async def _chosen_region(
     names = await asyncio.to_thread(choice_names, text, language, args.instruction or "")
     if not names:
         return region
-    chosen = await ls.engine.choose(text, args.instruction or "", ls.settings, language=language or "", names=names)
+    chosen = await ls.worker.choose(text, args.instruction or "", ls.settings, language=language or "", names=names)
     return await asyncio.to_thread(plan_region, text, language, args, chosen) if chosen else region
 
 
@@ -731,8 +731,8 @@ def _invalid_params(command: str, check, *args):
 async def _run_region(
     ls: CopyeditServer, region: Region, instruction: str, language: str | None, stop: threading.Event, on_progress=None
 ) -> EditResult:
-    """The engine's edit of ``region``, stopped by ``stop``."""
-    return await ls.engine.edit(
+    """The worker's edit of ``region``, stopped by ``stop``."""
+    return await ls.worker.edit(
         region.source, instruction, ls.settings, language=language or "", stop=stop, on_progress=on_progress
     )
 
@@ -833,13 +833,13 @@ async def _refactor_file(
 @server.command(CANCEL_COMMAND)
 def cancel(ls: CopyeditServer, *arguments) -> dict:
     """``workspace/executeCommand`` ``copyedit.cancel``: stop every queued or running edit."""
-    return {"cancelled": ls.engine.cancel_all()}
+    return {"cancelled": ls.worker.cancel_all()}
 
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: CopyeditServer, params: None) -> None:
     """``shutdown``: stop the edits; the model is freed with the process."""
-    ls.engine.cancel_all()
+    ls.worker.cancel_all()
 
 
 class _BoundedFormatter(logging.Formatter):

@@ -26,7 +26,6 @@ from copyedit_lsp.config import Settings, updated
 from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import CUTS, DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
-from copyedit_lsp.engine import Engine, endpoint
 from copyedit_lsp.grammar import gen_rest_grammar
 from copyedit_lsp.program import Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
@@ -34,6 +33,7 @@ from copyedit_lsp.region import choice_names
 from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
 from copyedit_lsp.resolver import oracle_program
 from copyedit_lsp.textedits import apply_lsp_edits
+from copyedit_lsp.worker import Worker, endpoint
 
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
@@ -500,23 +500,23 @@ def test_an_unreachable_server_is_a_clear_error(fast_retries):
         RemoteDecoder.connect(Endpoint(f"http://127.0.0.1:{free_port()}/v1"))
 
 
-async def test_the_engine_connects_again_once_the_server_is_up(fast_retries):
+async def test_the_worker_connects_again_once_the_server_is_up(fast_retries):
     port = free_port()
     settings = updated(Settings(), {"backend": "remote", "remoteUrl": f"http://127.0.0.1:{port}/v1", "fallback": False})
-    engine = Engine()
+    worker = Worker()
     try:
-        engine.load(settings).result()
+        worker.load(settings).result()
         with pytest.raises(RemoteError, match="cannot reach"):
-            await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
+            await worker.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
         answers = [(200, sse('<copy lines="1-1"/>\n'), 0.0), (200, sse("</program>"), 0.0)]
         fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): answers}, port=port)
         try:
-            result = await engine.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
+            result = await worker.edit("x = 1\n", "Keep it.", settings, language="python", stop=threading.Event())
             assert result.program == Program((Copy(1, 1),)) and result.text == "x = 1\n"
         finally:
             fake.close()
     finally:
-        engine.shutdown()
+        worker.shutdown()
 
 
 def test_remote_settings_are_checked():
@@ -545,7 +545,7 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
         "import json, sys\n"
         "sys.modules['llama_cpp'] = None  # import llama_cpp raises ImportError\n"
         "from copyedit_lsp.config import Settings\n"
-        "from copyedit_lsp.engine import open_editor\n"
+        "from copyedit_lsp.worker import open_editor\n"
         "editor = open_editor(Settings(backend='remote', remote_url=sys.argv[1]))\n"
         "result = editor.edit('x = 1\\ny = 2\\n', 'Keep the first line.')\n"
         "print(json.dumps({'text': result.text, 'program': result.program.to_text(), 'prompt': editor._prompt("

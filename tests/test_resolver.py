@@ -123,7 +123,7 @@ def test_shared_data_oracle_exact_and_edits_minimal(preset):
 def test_core_imports_neither_llama_nor_pygls():
     code = (
         "import sys; import copyedit_lsp.program, copyedit_lsp.resolver, copyedit_lsp.grammar, copyedit_lsp.edit, "
-        "copyedit_lsp.prompt, copyedit_lsp.languages, copyedit_lsp.scope, copyedit_lsp.loss, "
+        "copyedit_lsp.prompt, copyedit_lsp.languages, copyedit_lsp.scope, copyedit_lsp.loss, copyedit_lsp.writer, "
         "copyedit_lsp.bench.analysis, copyedit_lsp.datasets; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'pygls', 'lsprotocol')]; "
         "assert not bad, bad"

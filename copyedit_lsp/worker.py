@@ -72,7 +72,7 @@ def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
     )
 
 
-class Engine:
+class Worker:
     """Owns the decoder; loads it in the background and queues edits behind the load."""
 
     def __init__(self) -> None:

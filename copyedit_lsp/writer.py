@@ -1,0 +1,93 @@
+"""How a program is written, op by op: the policy both decoders keep, with no model in it.
+
+A decoder chooses tokens and sends them (llama.cpp's batches, a server's requests); the
+:class:`ProgramWriter` holds what the ops written so far decide: the first line the next copy may
+start at, which input lines a gen stood in for, when a run of gens repeats itself, when a gen has
+written out the input's last line, and the program and text at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .edit import decoded_program, repeating, replaced_through
+from .program import Copy, Gen, Op, Program
+from .prompt import SourceView
+from .resolver import resolve
+
+
+@dataclass
+class ProgramWriter:
+    """The state of one program being written over ``source``.  ``ordered``: a copy starts after
+    what the program has copied or rewritten.  ``script``: forced mode's program, whose ops the
+    decoder writes (the writer then judges nothing)."""
+
+    source: str
+    ordered: bool = True
+    script: Program | None = None
+    view: SourceView = field(init=False)
+    ops: list[Op] = field(default_factory=list)
+    after: int = 1  # the input line after what the program has copied or rewritten
+    cut: str | None = None  # "repeated" where the program stopped in a loop of gens
+
+    def __post_init__(self) -> None:
+        self.view = SourceView.of(self.source)
+        if self.script is not None:
+            self.script.validate(self.lines)
+
+    @property
+    def lines(self) -> int:
+        return len(self.view.lines)
+
+    @property
+    def first(self) -> int:
+        """The first input line the next copy may start at."""
+        return self.after if self.ordered else 1
+
+    def goal(self) -> Op | None:
+        """The script's next op (None: no script, or it is written out)."""
+        rest = self.rest()
+        return rest[0] if rest else None
+
+    def rest(self) -> tuple[Op, ...]:
+        """The script's ops not written yet (empty without a script)."""
+        return self.script.ops[len(self.ops) :] if self.script is not None else ()
+
+    def copy(self, op: Copy) -> None:
+        """A copy written: the program goes on after its last line."""
+        self.ops.append(op)
+        self.after = op.end + 1
+
+    def doubt(self, line: int) -> None:
+        """A checked copy stopped before ``line``: the gen opened there rewrites from it."""
+        self.after = line
+
+    def says_again(self, text: str) -> bool:
+        """Whether a gen of ``text``, opened by the ``<gen>`` that closed the last one, only says
+        what that gen said: the program is cut as repeated, the gen not taken."""
+        if self.ops and self.ops[-1] == Gen(text):
+            self.cut = self.cut or "repeated"
+            return True
+        return False
+
+    def gen(self, text: str, doubted: int | None = None) -> bool:
+        """A gen of ``text`` written (opened at the ``doubted`` line, where a copy was stopped);
+        True where the program must end: the gens repeat themselves (``cut``), or the gen wrote
+        out the input's last line, so nothing is left to copy."""
+        self.ops.append(Gen(text))
+        if self.script is not None:
+            return False
+        if repeating(self.ops):
+            self.cut = self.cut or "repeated"
+            return True
+        through = replaced_through(self.view, text, doubted, self.after)
+        self.after = max(self.after, through + 1)
+        return self.ordered and through == self.lines
+
+    def program(self) -> Program:
+        """The program of the ops written, gens in the source's line breaks."""
+        return decoded_program(self.ops, self.source)
+
+    def text(self) -> str:
+        """The edited text the program resolves to."""
+        return resolve(self.program(), self.source)
