@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
-def write_json(result: dict, out_dir: Path, name: str, *, indent: int | None = 2) -> Path:
-    """``result`` as ``out_dir/name.json`` (the folder made if missing); returns the path."""
+def write_json(result: dict, out_dir: Path, name: str, *, indent: int | None = 2, compress: bool = False) -> Path:
+    """``result`` as ``out_dir/name.json`` (the folder made if missing), or gzipped as
+    ``name.json.gz`` with ``compress`` (the same bytes for the same result); returns the path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(result, indent=indent) + "\n", encoding="utf-8")
+    text = json.dumps(result, indent=indent) + "\n"
+    if not compress:
+        path = out_dir / f"{name}.json"
+        path.write_text(text, encoding="utf-8")
+        return path
+    path = out_dir / f"{name}.json.gz"
+    path.write_bytes(gzip.compress(text.encode(), mtime=0))
     return path
 
 

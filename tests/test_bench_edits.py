@@ -1,6 +1,7 @@
 """``copyedit bench edits``: the aggregates and the bound on known rows, the tests' three outcomes in rows and
 tables, and real runs with the tiny model."""
 
+import gzip
 import json
 import math
 
@@ -168,7 +169,7 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
             assert code * attempts < r["prefill_tokens"] < bound * attempts, (r["mode"], r["fallback"])
     paths = write_outputs(result, tmp_path)
     assert all(path.stat().st_size > 0 for path in paths)
-    assert json.loads(paths[0].read_text())["modes"] == modes
+    assert paths[0].name == "edits.json.gz" and json.loads(gzip.decompress(paths[0].read_bytes()))["modes"] == modes
     assert "| forced | 2/2 |" in paths[1].read_text()
     decoder.backend.close()
 

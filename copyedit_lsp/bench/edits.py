@@ -508,12 +508,13 @@ def format_tables(result: dict) -> str:
 
 
 def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Path, Path, Path]:
-    """``<stem>.json``, ``<stem>.md`` and ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
+    """``<stem>.json.gz`` (every row: a run's JSON is large and compresses 20-fold), ``<stem>.md`` and
+    ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    json_path = write_json(result, out_dir, stem, indent=None)
-    md_path, png_path = json_path.with_suffix(".md"), json_path.with_suffix(".png")
+    json_path = write_json(result, out_dir, stem, indent=None, compress=True)
+    md_path, png_path = Path(out_dir) / f"{stem}.md", Path(out_dir) / f"{stem}.png"
     md_path.write_text(format_tables(result) + "\n")
     figure = Figure(figsize=(11, 4.2))
     FigureCanvasAgg(figure)

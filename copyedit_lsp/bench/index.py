@@ -14,7 +14,7 @@ from pathlib import Path
 
 MARKER = "<!-- Everything below is written by `copyedit bench index`: do not edit by hand. -->"
 NOT_INDEXED = (".rows.jsonl",)  # rows as they are measured: never committed
-KINDS = (".manifest.json", ".json", ".md", ".png")  # a run's files: NAME and one of these
+KINDS = (".manifest.json", ".json.gz", ".json", ".md", ".png")  # a run's files: NAME and one of these
 
 
 def docs_files(docs: Path) -> list[str]:
@@ -40,7 +40,7 @@ def index_text(docs: Path) -> str:
     lines += ["| run | files | measured | cited by |", "|---|---|---|---|"]
     for stem, names in sorted(runs.items()):
         files = ", ".join(f"[{kind}]({name})" for kind, name in names)
-        cited = ", ".join(f"[{page.removesuffix('.md')}]({page})" for page, text in citing if _cites(text, stem))
+        cited = ", ".join(f"[{Path(page).stem}]({page})" for page, text in citing if _cites(text, stem))
         lines.append(f"| {stem} | {files} | {_measured(docs, stem)} | {cited or '-'} |")
     return head + "\n".join(lines) + "\n"
 
@@ -53,18 +53,15 @@ def write_index(docs: Path) -> Path:
 
 
 def _pages(docs: Path, linked: set[str]) -> list[tuple[str, str]]:
-    """The pages (linked from the index head, Markdown) and the repository's README, with their text."""
-    pages = [(name, (docs / name).read_text(encoding="utf-8")) for name in sorted(linked) if name.endswith(".md")]
-    readme = docs.parent / "README.md"
-    if readme.is_file():
-        pages.append(("../README.md", readme.read_text(encoding="utf-8")))
-    return pages
+    """The pages the index head links (Markdown) and the repository's README, with their text."""
+    names = sorted(linked | {"../README.md"})
+    return [(name, (docs / name).read_text(encoding="utf-8")) for name in names if (docs / name).is_file()]
 
 
 def _cites(text: str, stem: str) -> bool:
     """Whether a page names the run: one of its files, or the ``--name`` that wrote them."""
     name = re.escape(stem)
-    return re.search(rf"(?<![\w-]){name}\.(md|json|png)\b|--name {name}(?![\w-])", text) is not None
+    return re.search(rf"(?<![\w-]){name}\.(md|json|json\.gz|png)\b|--name {name}(?![\w-])", text) is not None
 
 
 def _measured(docs: Path, stem: str) -> str:
