@@ -531,6 +531,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"copyedit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_edit_commands(commands)
+    settings = commands.add_parser(
+        "settings", help="write (or check) the files generated from the server's settings: VS Code's, the READMEs'"
+    )
+    settings.add_argument("action", choices=["write", "check"])
+    settings.set_defaults(func=cmd_settings)
     bench = commands.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     _add_bench_commands(bench)
     _add_train_command(commands)
@@ -538,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_edit_commands(commands) -> None:
-    """``analyze``, ``settings``, ``model``, ``apply`` and ``demo``."""
+    """``analyze``, ``model``, ``apply`` and ``demo``."""
     from .edit import COPY_CHECK
 
     analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
@@ -547,12 +552,6 @@ def _add_edit_commands(commands) -> None:
     analyze.add_argument("--seed", type=int, default=0, help="seed of the span noise")
     analyze.add_argument("--json", action="store_true", help="print JSON instead of tables")
     analyze.set_defaults(func=cmd_analyze)
-
-    settings = commands.add_parser(
-        "settings", help="write (or check) the files generated from the server's settings: VS Code's, the READMEs'"
-    )
-    settings.add_argument("action", choices=["write", "check"])
-    settings.set_defaults(func=cmd_settings)
 
     model = commands.add_parser(
         "model", help="fetch, locate or list the GGUF models; hf: export one as a Hugging Face folder (for vLLM)"
