@@ -162,9 +162,9 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/copyedit settings check
 
-# The inner loop: lint, types and every test that needs no model, editor or engine build.
+# The inner loop: lint, types and every test that needs no model and starts no server.
 check: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not model"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not model and not server"
 
 # Every test runs: a skip fails the run (COPYEDIT_NO_SKIP), each test has pytest-timeout's limit
 # (pyproject.toml), and the slowest are listed.

@@ -544,8 +544,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_edit_commands(commands) -> None:
     """``analyze``, ``model``, ``apply`` and ``demo``."""
-    from .edit import COPY_CHECK
-
     analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
     analyze.add_argument("analysis", choices=["ceiling", "oracle", "noise", "all"])
     _add_source_arguments(analyze)
@@ -560,6 +558,20 @@ def _add_edit_commands(commands) -> None:
     model.add_argument("names", nargs="*", help="model names (default: the default model)")
     model.add_argument("--force", action="store_true", help="re-assemble even if verified")
     model.set_defaults(func=cmd_model)
+    _add_apply_command(commands)
+
+    demo = commands.add_parser("demo", help="one real edit through the real language server (writes nothing)")
+    demo.add_argument("file")
+    demo.add_argument("--instruction", "-i", required=True)
+    demo.add_argument("--line", type=int, default=1, help="the cursor line (1-based): its function is edited")
+    _add_model_arguments(demo)
+    _add_remote_arguments(demo)
+    demo.set_defaults(func=cmd_demo)
+
+
+def _add_apply_command(commands) -> None:
+    """``apply``."""
+    from .edit import COPY_CHECK
 
     apply = commands.add_parser("apply", help="edit a file with the model (prints; writes only with --write)")
     apply.add_argument("file")
@@ -603,14 +615,6 @@ def _add_edit_commands(commands) -> None:
         help="exit 0 and write (with --write) even when the edit drops code the instruction did not ask to drop",
     )
     apply.set_defaults(func=cmd_apply)
-
-    demo = commands.add_parser("demo", help="one real edit through the real language server (writes nothing)")
-    demo.add_argument("file")
-    demo.add_argument("--instruction", "-i", required=True)
-    demo.add_argument("--line", type=int, default=1, help="the cursor line (1-based): its function is edited")
-    _add_model_arguments(demo)
-    _add_remote_arguments(demo)
-    demo.set_defaults(func=cmd_demo)
 
 
 def _add_bench_commands(bench) -> None:

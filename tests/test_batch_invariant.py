@@ -14,6 +14,7 @@ import pytest
 
 from copyedit_lsp.backend import Backend, BackendError
 
+pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parent.parent
 EXACT_PYTHON = ROOT / ".venv-exact" / "bin" / "python"
 SPEEDUP_MODES = "program,program-plain,program-no-force,program-no-merge,program-no-tags,program-no-gens"

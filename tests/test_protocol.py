@@ -30,6 +30,8 @@ from fixes import fix_problems
 from copyedit_lsp.framing import MAX_DEPTH, Message, MessageFramer
 from copyedit_lsp.server import LOG_CHARS
 
+pytestmark = pytest.mark.server  # the real server over stdio and TCP
+
 DOCUMENT = "file:///tmp/fuzz.py"
 OTHER = "file:///tmp/other.py"  # opened only by a notification sent with an id: never opened
 TEXT = "def area(radius):\n    return 3.14 * radius * 2\n"
