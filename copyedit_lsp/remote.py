@@ -422,7 +422,7 @@ class RemoteDecoder:
                     ended = writer.gen(op.text) or ended
                 stats.ops = len(writer.ops)
                 session.watch.report(writer.ops)
-                done = done or ended
+                done = ended
                 if done or rewritten:
                     break  # what the server wrote after a gen it was asked to write on is not taken
         if not done and stats.chosen_tokens >= budget:
