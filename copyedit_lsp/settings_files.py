@@ -35,11 +35,10 @@ def vscode_key(field: Field) -> str:
     return field.metadata["vscode"] or camel(field.name)
 
 
-def json_type(field: Field) -> str | list[str]:
-    """The JSON Schema type of a field (``int | None``: an integer or null)."""
+def json_types(field: Field) -> list[str]:
+    """The JSON Schema types of a field, the value's first (``int | None``: integer, null)."""
     kinds = [part.strip() for part in str(field.type).split("|")]
-    named = [JSON_TYPES[kind] for kind in kinds if kind != "None"]
-    return [*named, "null"] if "None" in kinds else named[0]
+    return [JSON_TYPES[kind] for kind in kinds if kind != "None"] + (["null"] if "None" in kinds else [])
 
 
 def settings_table(settings: Sequence[Field]) -> str:
@@ -70,10 +69,7 @@ def settings_ts(settings: Sequence[Field]) -> str:
     lines += ["/** The server's settings (camelCase keys of copyedit_lsp.config.Settings). */"]
     lines += ["export interface ServerSettings {"]
     for field in settings:
-        kind = json_type(field)
-        ts = " | ".join(
-            "null" if part == "null" else _TS[part] for part in (kind if isinstance(kind, list) else [kind])
-        )
+        ts = " | ".join(_TS[kind] for kind in json_types(field))
         lines.append(f"  {camel(field.name)}?: {ts};")
     lines += ["}", "", "/** A server setting as VS Code holds it under `copyedit.`. */", "export interface Setting {"]
     lines += ["  name: keyof ServerSettings;", "  key: string;", '  type: "string" | "boolean" | "integer" | "number";']
@@ -82,9 +78,7 @@ def settings_ts(settings: Sequence[Field]) -> str:
     lines += ["  pattern?: string;", "}", ""]
     lines += ["export const SETTINGS: readonly Setting[] = ["]
     for field in settings:
-        kind = json_type(field)
-        entry: dict[str, Any] = {"name": camel(field.name), "key": vscode_key(field)}
-        entry["type"] = kind[0] if isinstance(kind, list) else kind
+        entry: dict[str, Any] = {"name": camel(field.name), "key": vscode_key(field), "type": json_types(field)[0]}
         if field.metadata["choices"]:
             entry["choices"] = list(field.metadata["choices"])
         if field.default == "":
@@ -122,12 +116,13 @@ def write(root: Path = ROOT, settings: Sequence[Field] | None = None) -> list[st
     return changed
 
 
-_TS = {"string": "string", "boolean": "boolean", "integer": "number", "number": "number"}
+_TS = {"string": "string", "boolean": "boolean", "integer": "number", "number": "number", "null": "null"}
 
 
 def _schema(field: Field) -> dict[str, Any]:
     """One VS Code setting's JSON Schema entry."""
-    schema: dict[str, Any] = {"type": json_type(field)}
+    types = json_types(field)
+    schema: dict[str, Any] = {"type": types if len(types) > 1 else types[0]}
     choices = field.metadata["choices"]
     if choices:
         schema |= {"enum": list(choices), "enumDescriptions": list(choices.values())}

@@ -60,8 +60,8 @@ def _pages(docs: Path, linked: set[str]) -> list[tuple[str, str]]:
 
 def _cites(text: str, stem: str) -> bool:
     """Whether a page names the run: one of its files, or the ``--name`` that wrote them."""
-    name = re.escape(stem)
-    return re.search(rf"(?<![\w-]){name}\.(md|json|json\.gz|png)\b|--name {name}(?![\w-])", text) is not None
+    name, kinds = re.escape(stem), "|".join(re.escape(kind) for kind in KINDS)
+    return re.search(rf"(?<![\w-]){name}({kinds})\b|--name {name}(?![\w-])", text) is not None
 
 
 def _measured(docs: Path, stem: str) -> str:
