@@ -155,12 +155,21 @@ demo: setup
 
 # ruff (lint and format) over the Python, mypy strict over the typed core, import-linter over the
 # layers (pyproject.toml says which), and the files generated from the settings and the docs current.
-lint: setup
+# jscpd, the duplicate-code check of `make lint`: Python, TypeScript and Lua in one pass, any
+# block of 5 lines and 50 tokens found twice fails (lint/.jscpd.json).
+LINT_NPM_STAMP := lint/node_modules/.installed
+
+$(LINT_NPM_STAMP): lint/package.json lint/package-lock.json
+	cd lint && npm ci --no-audit --no-fund
+	touch $@
+
+lint: setup $(LINT_NPM_STAMP)
 	$(BIN)/ruff check copyedit_lsp tests
 	$(BIN)/ruff format --check copyedit_lsp tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/copyedit settings check
+	lint/node_modules/.bin/jscpd --config lint/.jscpd.json copyedit_lsp tests editors
 
 # The inner loop: lint, types and every test that needs no model and starts no server.
 check: lint

@@ -156,11 +156,12 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to a GPU")
     parser.add_argument(
-        "--adapter",
+        "--selector",
         default="default",
-        help="program modes' span selector: default (the model's shipped adapter), none, "
+        help="program modes' span selector: default (the one shipped for the model), none, "
         "a shipped name or a LoRA adapter .gguf",
     )
+    parser.add_argument("--adapter", dest="renamed_selector", help=argparse.SUPPRESS)  # --selector's old name
     parser.add_argument(
         "--batch-invariant",
         action="store_true",
@@ -170,12 +171,13 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = True) -> None:
-    from .remote import API_KEY_VARIABLE, ENGINES
+    from .config import CHOICES
+    from .remote import API_KEY_VARIABLE
 
     if backend:
         parser.add_argument(
             "--backend",
-            choices=["local", "remote"],
+            choices=CHOICES["backend"],
             default="local",
             help=f"local: the model in this process; remote: an OpenAI-compatible completions "
             f"server (API key from ${API_KEY_VARIABLE})",
@@ -184,7 +186,7 @@ def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = Tr
     parser.add_argument("--remote-model", default="", help="the served model's name (default: the first listed)")
     parser.add_argument(
         "--remote-engine",
-        choices=ENGINES,
+        choices=CHOICES["remote_engine"],
         default="llama.cpp",
         help="how the grammar is sent: llama.cpp (llama-server, llama-cpp-python) or vllm",
     )
@@ -208,7 +210,7 @@ def _settings(args: argparse.Namespace, **values):
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
         batch_invariant=args.batch_invariant,
-        adapter=args.adapter,
+        selector=args.selector,
         remote_url=args.remote_url,
         remote_model=args.remote_model,
         remote_engine=args.remote_engine,
@@ -230,9 +232,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from .edit import CUTS, EditOptions, EditProgress
+    from .edit import EditOptions, EditProgress
     from .languages import language_of_path
-    from .region import choice_names, loss_refusal, narrowed_scope
     from .resolver import split_lines
 
     path = Path(args.file)
@@ -250,18 +251,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         )
         return 2
     editor = _open_editor(args, mode=args.mode, splice=args.splice)
-    if args.lines is not None:
-        first, last = args.lines
-    elif args.whole_file:
-        first, last = 1, max(len(lines), 1)
-    else:  # what the instruction is about (where it names nothing in a long file, as the model says)
-        names = choice_names(text, language, args.instruction)
-        chosen = editor.choose(text, args.instruction, language, names) if names else None
-        scope = narrowed_scope(text, language, args.instruction, chosen)
-        first, last = scope.start_line + 1, max(scope.end_line, 1)
-        if scope.kind != "document":
-            what = f"{scope.kind} {scope.name}"
-            print(f"copyedit: editing {what} (lines {first}-{last}; --whole-file edits it all)", file=sys.stderr)
+    first, last = _edited_lines(args, editor, text, language)
     head, region, tail = "".join(lines[: first - 1]), "".join(lines[first - 1 : last]), "".join(lines[last:])
     with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
 
@@ -276,6 +266,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
         progress(EditProgress(result.stats))
     edited = head + result.text + tail
     _print_edit(path.name, text, edited, result, as_json=args.json)
+    if refused := _refused(args, result):
+        return refused
+    if args.write and edited != text:
+        path.write_text(edited, encoding="utf-8", newline="")
+    return 0
+
+
+def _refused(args: argparse.Namespace, result) -> int:
+    """The exit status of a result not to be written (3: cut short, 4: it loses code), said on stderr; else 0."""
+    from .edit import CUTS
+    from .region import loss_refusal
+
     if result.cut is not None and not args.allow_incomplete:
         print(
             f"copyedit: the model's output was cut short: {CUTS[result.cut]}; nothing was written "
@@ -286,9 +288,29 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if result.loss is not None and not args.allow_loss:
         print(f"copyedit: {loss_refusal(result.loss)}; nothing was written (--allow-loss takes it)", file=sys.stderr)
         return 4
-    if args.write and edited != text:
-        path.write_text(edited, encoding="utf-8", newline="")
     return 0
+
+
+def _edited_lines(args: argparse.Namespace, editor, text: str, language: str) -> tuple[int, int]:
+    """The 1-based lines ``copyedit apply`` edits: ``--lines``, the whole file, or what the instruction names."""
+    from .region import choice_names, narrowed_scope
+    from .resolver import split_lines
+
+    if args.lines is not None:
+        return args.lines
+    if args.whole_file:
+        return 1, max(len(split_lines(text)), 1)
+    # what the instruction is about (where it names nothing in a long file, as the model says)
+    names = choice_names(text, language, args.instruction)
+    chosen = editor.choose(text, args.instruction, language, names) if names else None
+    scope = narrowed_scope(text, language, args.instruction, chosen)
+    first, last = scope.start_line + 1, max(scope.end_line, 1)
+    if scope.kind != "document":
+        print(
+            f"copyedit: editing {scope.kind} {scope.name} (lines {first}-{last}; --whole-file edits it all)",
+            file=sys.stderr,
+        )
+    return first, last
 
 
 def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> None:
@@ -311,7 +333,7 @@ def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> 
 
 def _server_options(args: argparse.Namespace) -> dict:
     """The server's initializationOptions from the model (and remote) arguments."""
-    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers, "adapter": args.adapter}
+    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers, "selector": args.selector}
     if getattr(args, "backend", "local") == "remote":
         options |= {
             "backend": "remote",
@@ -328,14 +350,14 @@ def _server_options(args: argparse.Namespace) -> dict:
 
 def _write_manifest(args: argparse.Namespace, name: str, *, selector: bool = True, backend: str = "") -> None:
     """The run's manifest beside its outputs (``bench.manifest``); ``selector``: whether the run
-    loads the adapter its arguments name."""
+    loads the span selector its arguments name."""
     from pathlib import Path
 
     from .bench.manifest import run_manifest, write_manifest
 
     manifest = run_manifest(
         model=getattr(args, "model", None),
-        adapter=getattr(args, "adapter", None) if selector else None,
+        selector=getattr(args, "selector", None) if selector else None,
         threads=getattr(args, "threads", None),
         backend=backend or getattr(args, "backend", "local"),
     )
@@ -353,18 +375,18 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
     """``copyedit bench kernel``: one batched eval vs one eval per token, after a long prefix."""
     from pathlib import Path
 
-    from .backend import Backend
     from .bench import kernel
+    from .llama_model import LlamaModel
     from .models import resolve_model
 
-    backend = Backend(
+    llama = LlamaModel(
         resolve_model(args.model, fetch_missing=True, progress=True),
         n_ctx=max(args.n_ctx, args.prefix + max(kernel.SPANS) + 64),
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
         batch_invariant=args.batch_invariant,
     )
-    result = kernel.kernel_benchmark(backend, prefix_tokens=args.prefix, trials=args.trials)
+    result = kernel.kernel_benchmark(llama, prefix_tokens=args.prefix, trials=args.trials)
     json_path, png_path = kernel.write_outputs(result, Path(args.out))
     _write_manifest(args, "kernel", selector=False)
     print(json.dumps(result, indent=2) if args.json else kernel.format_table(result))
@@ -412,8 +434,8 @@ def cmd_bench_formats(args: argparse.Namespace) -> int:
     """``copyedit bench formats``: tokens and round trip of edit formats on before/after pairs."""
     from pathlib import Path
 
-    from .backend import Vocabulary
     from .bench import formats
+    from .llama_model import Vocabulary
     from .models import resolve_model
     from .reports import write_json
 
@@ -457,12 +479,18 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_index(args: argparse.Namespace) -> int:
-    """``copyedit bench index``: rewrite the generated part of ``docs/README.md``."""
+    """``copyedit bench index``: rewrite the generated part of ``docs/README.md`` and the README's
+    table of current figures (the README beside the docs folder)."""
     from pathlib import Path
 
+    from .bench.figures import readme_text
     from .bench.index import write_index
 
-    print(f"wrote {write_index(Path(args.docs))}", file=sys.stderr)
+    docs = Path(args.docs)
+    print(f"wrote {write_index(docs)}", file=sys.stderr)
+    readme = docs.resolve().parent / "README.md"
+    readme.write_text(readme_text(readme.parent), encoding="utf-8")
+    print(f"wrote {readme}", file=sys.stderr)
     return 0
 
 
@@ -544,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_edit_commands(commands) -> None:
     """``analyze``, ``model``, ``apply`` and ``demo``."""
+
     analyze = commands.add_parser("analyze", help="copy ceiling, oracle exact match, span noise (no model)")
     analyze.add_argument("analysis", choices=["ceiling", "oracle", "noise", "all"])
     _add_source_arguments(analyze)
@@ -571,6 +600,7 @@ def _add_edit_commands(commands) -> None:
 
 def _add_apply_command(commands) -> None:
     """``apply``."""
+    from .config import CHOICES
     from .edit import COPY_CHECK
 
     apply = commands.add_parser("apply", help="edit a file with the model (prints; writes only with --write)")
@@ -584,8 +614,8 @@ def _add_apply_command(commands) -> None:
     apply.add_argument(
         "--whole-file", action="store_true", help="edit the whole file, not only the definitions the instruction names"
     )
-    apply.add_argument("--mode", choices=["program", "rewrite", "lookup"], default="program")
-    apply.add_argument("--splice", choices=["prefill", "none"], default="prefill")
+    apply.add_argument("--mode", choices=CHOICES["mode"], default="program")
+    apply.add_argument("--splice", choices=CHOICES["splice"], default="prefill")
     apply.add_argument(
         "--copy-check",
         type=float,
@@ -659,7 +689,9 @@ def _add_bench_commands(bench) -> None:
     lsp.add_argument("--json", action="store_true")
     lsp.set_defaults(func=cmd_bench_lsp)
 
-    index = bench.add_parser("index", help="rewrite docs/README.md's list of runs from the files and manifests")
+    index = bench.add_parser(
+        "index", help="rewrite docs/README.md's list of runs and the README's figures from the runs and manifests"
+    )
     index.add_argument("--docs", default="docs", help="the docs folder")
     index.set_defaults(func=cmd_bench_index)
 
@@ -692,7 +724,7 @@ def _add_bench_edits(bench) -> None:
         "--examples",
         choices=["default", "none", "extended"],
         default=None,
-        help="the prompt's few-shot examples (default: the adapter's set in program modes, else default)",
+        help="the prompt's few-shot examples (default: the selector's set in program modes, else default)",
     )
     edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
     edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
@@ -761,7 +793,7 @@ def _add_train_command(commands) -> None:
         "--examples",
         choices=["default", "none", "extended"],
         default="none",
-        help="the prompt's few-shot examples while training (and with the adapter)",
+        help="the prompt's few-shot examples while training (and with the selector)",
     )
     train.add_argument("--epochs", type=float, default=1.0)
     train.add_argument("--accumulate", type=int, default=8, help="sequences per optimizer step")
@@ -775,13 +807,16 @@ def _add_train_command(commands) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``copyedit``."""
     args = build_parser().parse_args(argv)
-    from .backend import BackendError
+    if getattr(args, "renamed_selector", None) is not None:
+        print("copyedit: --adapter is now --selector (the old name works for now)", file=sys.stderr)
+        args.selector = args.renamed_selector
     from .edit import DecodeError
+    from .llama_model import LlamaModelError
     from .models import ModelError
 
     try:
         return args.func(args)
-    except (ModelError, BackendError, DecodeError, OSError, ValueError) as error:
+    except (ModelError, LlamaModelError, DecodeError, OSError, ValueError) as error:
         print(f"copyedit: {error}", file=sys.stderr)
         return 1
 

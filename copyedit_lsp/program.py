@@ -158,36 +158,18 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
         i = len(ops)
         if ops and isinstance(ops[-1], Gen) and not ends_with_line_break(ops[-1].text):
             raise ProgramError("only the last gen may end without a line break", offset=pos, op_index=i - 1)
+        op: Op
         if text.startswith(COPY_OPEN, pos):
-            start, pos = _number(text, pos + len(COPY_OPEN), i)
-            pos = _expect(text, pos, "-", i)
-            end, pos = _number(text, pos, i)
-            pos = _expect(text, pos, COPY_CLOSE, i)
-            if start > end:
-                raise ProgramError(f"copy start {start} > end {end}", offset=pos, op_index=i)
-            ops.append(Copy(start, end))
+            op, pos = _copy_at(text, pos, i)
         elif text.startswith(GEN_OPEN, pos):
-            body_start = pos + len(GEN_OPEN)
-            close = text.find("</gen>", body_start)
-            if close < 0:
-                raise ProgramError("gen without '</gen>'", offset=body_start, op_index=i)
-            if close == body_start:
-                raise ProgramError("empty gen", offset=body_start, op_index=i)
-            unescaped = _UNESCAPED_OPENING.search(text, body_start, close)
-            if unescaped:
-                raise ProgramError(
-                    f"unescaped {unescaped.group()!r} in a gen (a gen's body is escaped text)",
-                    offset=unescaped.start(),
-                    op_index=i,
-                )
-            pos = _expect(text, close, GEN_CLOSE, i)
-            ops.append(Gen(unescape(text[body_start:close])))
+            op, pos = _gen_at(text, pos, i)
         else:
             raise ProgramError(
                 f"expected '<copy', '<gen>' or '</program>', found {text[pos : pos + 10]!r}",
                 offset=pos,
                 op_index=i,
             )
+        ops.append(op)
     pos += len(PROGRAM_CLOSE)
     if pos != len(text):
         raise ProgramError(f"text after '</program>': {text[pos : pos + 10]!r}", offset=pos)
@@ -195,3 +177,32 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
     if n_lines is not None:
         program.validate(n_lines)
     return program
+
+
+def _copy_at(text: str, pos: int, i: int) -> tuple[Copy, int]:
+    """The copy op ``i`` at ``pos`` and the offset after it."""
+    start, pos = _number(text, pos + len(COPY_OPEN), i)
+    pos = _expect(text, pos, "-", i)
+    end, pos = _number(text, pos, i)
+    pos = _expect(text, pos, COPY_CLOSE, i)
+    if start > end:
+        raise ProgramError(f"copy start {start} > end {end}", offset=pos, op_index=i)
+    return Copy(start, end), pos
+
+
+def _gen_at(text: str, pos: int, i: int) -> tuple[Gen, int]:
+    """The gen op ``i`` at ``pos`` (its body unescaped) and the offset after it."""
+    body_start = pos + len(GEN_OPEN)
+    close = text.find("</gen>", body_start)
+    if close < 0:
+        raise ProgramError("gen without '</gen>'", offset=body_start, op_index=i)
+    if close == body_start:
+        raise ProgramError("empty gen", offset=body_start, op_index=i)
+    unescaped = _UNESCAPED_OPENING.search(text, body_start, close)
+    if unescaped:
+        raise ProgramError(
+            f"unescaped {unescaped.group()!r} in a gen (a gen's body is escaped text)",
+            offset=unescaped.start(),
+            op_index=i,
+        )
+    return Gen(unescape(text[body_start:close])), _expect(text, close, GEN_CLOSE, i)

@@ -26,6 +26,7 @@ import httpx
 
 from .edit import (
     MODES,
+    REMOTE_ENGINES,
     ContextOverflow,
     DecodeError,
     EditOptions,
@@ -46,7 +47,6 @@ from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
 from .writer import ProgramWriter
 
 API_KEY_VARIABLE = "COPYEDIT_API_KEY"
-ENGINES = ("llama.cpp", "vllm")
 REMOTE_MODES = tuple(mode for mode in MODES if mode != "lookup")  # a server drafts on its own
 BYTES_PER_TOKEN = 3  # a cautious estimate for code: the edit's budget without the model's tokenizer
 RETRIES = 3  # attempts after the first, for requests that may be repeated
@@ -73,8 +73,8 @@ class Endpoint:
     gens_per_request: bool = True  # a request runs through gens to the next copy; False: one op each
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise ValueError(f"the remote engine must be one of {ENGINES}, not {self.engine!r}")
+        if self.engine not in REMOTE_ENGINES:
+            raise ValueError(f"the remote engine must be one of {REMOTE_ENGINES}, not {self.engine!r}")
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"the remote URL must start with http:// or https://, not {self.url!r}")
 

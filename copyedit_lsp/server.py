@@ -8,41 +8,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import contextvars
 import logging
-import sys
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, get_args
 from urllib.parse import unquote
 
-import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
-    JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
-    JsonRpcInvalidRequest,
-    JsonRpcMethodNotFound,
-    JsonRpcParseError,
-    JsonRpcServerNotInitialized,
 )
-from pygls.io_ import StdoutWriter
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
 from .actions import Diagnostic, list_actions
 from .config import Settings, updated
 from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
-from .framing import MAX_DEPTH, Message, Unparsed, read_messages, thread_reader
 from .live import OP_NOTIFICATION, LiveOps
 from .loss import Loss
+from .protocol import CopyeditProtocol, FramedServer, request_id
 from .region import (
     DOCUMENT_CHANGED,
     EditArguments,
@@ -71,217 +59,17 @@ CANCELLED = {"applied": False, "reason": "cancelled"}
 LOG_CHARS = 2000
 
 log = logging.getLogger(__name__)
-_request_id: contextvars.ContextVar[object] = contextvars.ContextVar("copyedit_request_id", default=None)
 
 
-class CopyeditProtocol(LanguageServerProtocol):
-    """Answers every request, and makes ``$/cancelRequest`` stop a running edit.
-
-    As JSON-RPC and LSP say: a body that does not parse gets ParseError (-32700, id null); a
-    message that is not a request object, or has an illegal id, InvalidRequest (-32600); a
-    notification sent with an id MethodNotFound (-32601), not applied; params that fail the
-    schema or nest too deep InvalidParams (-32602) naming the field; a request reusing a running
-    one's id, a second ``initialize`` or one after ``shutdown`` InvalidRequest; one before
-    ``initialize`` ServerNotInitialized (-32002).  pygls would log them, show a popup or say nothing.
-
-    pygls runs ``workspace/executeCommand`` as a generator that awaits the command's coroutine as
-    a separate task: a cancel only cancels the request's result future (the client gets
-    RequestCancelled), never that task.  No public hook exists, so the request's id is kept in a
-    context variable the command's task inherits, and the cancel sets that request's stop flag.
-    """
-
-    initialize_seen = False
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.reviews: dict[str, list[int] | None] = {}  # hunks taken, by the id of an applyEdit request
-
-    def get_message_type(self, method: str):
-        """lsprotocol's params type of ``method`` (pygls caches 128 of these by method name: a
-        client sending megabyte-long unknown names would make the cache hold them)."""
-        return types.METHOD_TO_TYPES.get(method, (None,))[0]
-
-    def get_result_type(self, method: str):
-        return types.METHOD_TO_TYPES.get(method, (None, None))[1]
-
-    def receive(self, item: Message | Unparsed) -> None:
-        """One framed message (:mod:`~copyedit_lsp.framing`): structured and handled, or answered
-        with the JSON-RPC error that says why not (a notification that cannot be is logged)."""
-        if isinstance(item, Unparsed):
-            log.warning("%s", item.why)
-            self._reply(None, JsonRpcParseError(f"parse error: {item.why}"))
-            return
-        data = item.data
-        refused = _malformed(data)
-        if refused is not None:
-            self._reply(*refused)
-            return
-        assert isinstance(data, dict)
-        request = "id" in data and "method" in data
-        if item.cut:
-            what = data.get("method", "a response")[:80]
-            error = JsonRpcInvalidParams(f"invalid params of {what}: nested past {MAX_DEPTH} levels")
-            if request:
-                self._reply(data["id"], error)
-            else:
-                log.warning("%s (not a request: dropped)", error)
-            return
-        if request and data["id"] in self._request_futures:
-            self._reply(data["id"], JsonRpcInvalidRequest(f"request {str(data['id'])[:40]} is still running"))
-            return
-        answered = data.get("id")
-        if isinstance(answered, str) and answered in self.reviews and isinstance(data.get("result"), dict):
-            self.reviews[answered] = _hunks(data["result"].get("hunks"))
-        try:
-            message = self.structure_message(data)
-        except Exception as error:  # pygls raises InvalidParams with the cattrs error as its cause
-            why = _schema_error(error)
-            if "method" in data and "id" in data:
-                self._reply(data["id"], JsonRpcInvalidParams(f"invalid params of {str(data['method'])[:80]}: {why}"))
-            else:
-                log.warning("a message that fails the schema: %s", why)
-            return
-        try:
-            self.handle_message(message)
-        except Exception as error:
-            log.exception("failed to handle a %.80s message", data.get("method", "response"))
-            if request:
-                self._reply(data["id"], JsonRpcInternalError(f"{type(error).__name__}: {str(error)[:200]}"))
-
-    def handle_message(self, message) -> None:
-        method = getattr(message, "method", None)
-        if method is not None and hasattr(message, "id"):  # a request
-            refused = self._refusal(method)
-            if refused is not None:
-                self._reply(message.id, refused)
-                return
-            self.initialize_seen = self.initialize_seen or method == types.INITIALIZE
-        elif method is not None and not self.initialize_seen and method != types.EXIT:
-            return  # a notification before initialize is dropped
-        super().handle_message(message)
-
-    def _refusal(self, method: str) -> JsonRpcException | None:
-        """The error a request for ``method`` gets in the server's present state, or None."""
-        if self._shutdown:
-            return JsonRpcInvalidRequest("the server is shutting down")
-        if method == types.INITIALIZE and self.initialize_seen:
-            return JsonRpcInvalidRequest("the server is already initialized")
-        if method != types.INITIALIZE and not self.initialize_seen:
-            return JsonRpcServerNotInitialized("the server is not initialized: send initialize first")
-        return None
-
-    def _reply(self, msg_id, error: JsonRpcException) -> None:
-        """Answer ``msg_id`` (null where it is not a legal id: JSON-RPC keeps the member) with ``error``."""
-        answer = msg_id if _legal_id(msg_id) else None
-        self._send_data(
-            {"jsonrpc": "2.0", "id": answer, "error": self._converter.unstructure(error.to_response_error())}
-        )
-
-    def _handle_request(self, msg_id, method_name, params):
-        token = _request_id.set(msg_id)
-        try:
-            return super()._handle_request(msg_id, method_name, params)
-        finally:
-            _request_id.reset(token)
-
-    def _handle_cancel_notification(self, msg_id):
-        stop = self._server.stops.get(msg_id)
-        if stop is not None:
-            stop.set()
-        super()._handle_cancel_notification(msg_id)
-
-
-def _legal_id(msg_id: object) -> bool:
-    """Whether ``msg_id`` is an LSP request id (an integer or a string)."""
-    return isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
-
-
-NOTIFICATION_TYPES = frozenset(get_args(types.NOTIFICATIONS))
-
-
-def _malformed(data: object) -> tuple[object, JsonRpcException] | None:
-    """The id to answer and the error, for a message JSON-RPC or LSP refuses before its params are
-    read: not a request, notification or response object, a bad id, version or method, a
-    notification sent as a request."""
-    if not isinstance(data, dict):
-        return None, JsonRpcInvalidRequest(f"a message must be a JSON object, not {type(data).__name__}")
-    msg_id = data.get("id")  # legal or absent below: _reply answers an absent one with null
-    if "id" in data and not _legal_id(msg_id):
-        return None, JsonRpcInvalidRequest(f"an id must be an integer or a string, not {type(msg_id).__name__}")
-    method = data.get("method")
-    if method is None and "id" in data and ("result" in data or "error" in data):
-        return None  # a response to one of the server's requests
-    if data.get("jsonrpc") != "2.0":
-        return msg_id, JsonRpcInvalidRequest('a message must say "jsonrpc": "2.0"')
-    if not isinstance(method, str):
-        return msg_id, JsonRpcInvalidRequest("a request or notification must name its method as a string")
-    if "id" in data and types.METHOD_TO_TYPES.get(method, (None,))[0] in NOTIFICATION_TYPES:
-        return msg_id, JsonRpcMethodNotFound(f"{method} is a notification, not a request: sent with an id, not applied")
-    return None
-
-
-def _hunks(value: object) -> list[int] | None:
-    """The hunks a client says it took (1-based indices of the edit's text edits), if it says."""
-    if isinstance(value, list) and all(isinstance(h, int) and not isinstance(h, bool) for h in value):
-        return value[:10_000]
-    return None
-
-
-def _schema_error(error: Exception) -> str:
-    """A short account of why a message failed the schema (the fields cattrs names)."""
-    cause = error.__cause__
-    if isinstance(cause, cattrs.BaseValidationError):
-        return "; ".join(cattrs.transform_error(cause))[:300]
-    return str(cause or error)[:300] or type(error).__name__
-
-
-class CopyeditServer(LanguageServer):
+class CopyeditServer(FramedServer):
     """The server's state: settings, the worker thread, the stop flags of running requests by id."""
 
     def __init__(self) -> None:
         super().__init__("copyedit-lsp", __version__, protocol_cls=CopyeditProtocol)
         self.settings = Settings()
         self.worker = Worker()
-        self.stops: dict[object, threading.Event] = {}
         self.editing: dict[str, set[threading.Event]] = {}  # stop flags of the running edits by document URI
-
-    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        """Serve over stdio, reading through :mod:`~copyedit_lsp.framing` (pygls's reader dies on a
-        huge Content-Length and goes deaf after a bad one)."""
-        self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-
-        async def serve() -> None:
-            await read_messages(thread_reader(stdin or sys.stdin.buffer), self.protocol.receive, self._stop_event, log)
-
-        try:
-            asyncio.run(serve())
-        except BrokenPipeError:
-            log.error("the client closed the connection")
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        finally:
-            self.shutdown()
-
-    def start_tcp(self, host: str, port: int) -> None:
-        """Serve a client over TCP, reading through :mod:`~copyedit_lsp.framing` as on stdio; the
-        server stops when the client disconnects (as pygls's does)."""
-        self._stop_event = threading.Event()
-
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            self.protocol.set_writer(writer)  # type: ignore[arg-type]  # pygls writes bytes to it, as its own start_tcp does
-            await read_messages(lambda: reader.read(1 << 16), self.protocol.receive, self._stop_event, log)
-            self.shutdown()
-
-        async def serve() -> None:
-            self._server = await asyncio.start_server(connection, host, port)
-            async with self._server:
-                await self._server.serve_forever()
-
-        try:
-            asyncio.run(serve())
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            pass
+        self.renamed: list[str] = []  # warnings of initializationOptions under their old names
 
 
 server = CopyeditServer()
@@ -325,14 +113,16 @@ def _supports_progress(ls: CopyeditServer) -> bool:
 def initialize(ls: CopyeditServer, params: types.InitializeParams) -> None:
     """``initialize``: read ``initializationOptions``; the model loads after ``initialized``."""
     try:
-        ls.settings = updated(ls.settings, params.initialization_options)
+        ls.settings = updated(ls.settings, params.initialization_options, ls.renamed.append)
     except ValueError as error:
         log.error("%s; using the defaults", error)
 
 
 @server.feature(types.INITIALIZED)
 def initialized(ls: CopyeditServer, params: types.InitializedParams) -> None:
-    """``initialized``: start loading the model in the background."""
+    """``initialized``: warn of settings under their old names; start loading the model in the background."""
+    for warning in ls.renamed:
+        _notify(ls, warning, types.MessageType.Warning)
     _load_model(ls)
 
 
@@ -340,7 +130,7 @@ def initialized(ls: CopyeditServer, params: types.InitializedParams) -> None:
 def did_change_configuration(ls: CopyeditServer, params: types.DidChangeConfigurationParams) -> None:
     """``workspace/didChangeConfiguration``: new settings; reload the model if its settings changed."""
     try:
-        new = updated(ls.settings, params.settings)
+        new = updated(ls.settings, params.settings, lambda warning: _notify(ls, warning, types.MessageType.Warning))
     except ValueError as error:
         _notify(ls, str(error), types.MessageType.Error)
         return
@@ -467,7 +257,7 @@ async def _work(ls: CopyeditServer, command: str, title: str) -> AsyncIterator[_
     """One command's stop flag and cancellable progress.  A :class:`Cancelled` edit ends the block
     with ``progress.cancelled`` set; a cancelled request ends it with pygls's cancellation; any
     other error becomes an InternalError that names the command.  Nothing is applied in either."""
-    request, stop = _request_id.get(), threading.Event()
+    request, stop = request_id.get(), threading.Event()
     ls.stops[request] = stop
     progress = _Progress(ls, title, stop)
     try:
@@ -625,18 +415,24 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
         return {"applied": False, "reason": reason, "text": new_text} | _answer(result)
-    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
-    change = types.TextDocumentEdit(text_document=identifier, edits=edits)
-    reviews = ls.settings.reviews(workspace=False) or result.loss is not None  # code lost: hunk by hunk
-    reviewed = reviews and _supports_annotations(ls)
-    workspace_edit = _reviewed(change, args.instruction) if reviewed else types.WorkspaceEdit(document_changes=[change])
-    answer = await _apply(ls, args.instruction, workspace_edit) if edits else Applied(True)
+    answer = await _offer(ls, args, version, edits, result)
     done = f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit"
     if result.stats.fallback is not None:
         done += f" (a rewrite by the base model: {FALLBACKS[result.stats.fallback]})"
     progress.end(done)
     summary = {"applied": answer.applied, "edits": len(edits), "text": new_text} | _answer(result)
     return summary | ({"hunks": answer.hunks} if answer.hunks is not None else {})
+
+
+async def _offer(ls: CopyeditServer, args: EditArguments, version: int, edits: list, result: EditResult) -> Applied:
+    """Send ``edits`` of ``args.uri`` at ``version`` to the client, for review hunk by hunk where the
+    settings ask for it or the result loses code; what the client answered."""
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
+    change = types.TextDocumentEdit(text_document=identifier, edits=edits)
+    reviews = ls.settings.reviews(workspace=False) or result.loss is not None  # code lost: hunk by hunk
+    reviewed = reviews and _supports_annotations(ls)
+    workspace_edit = _reviewed(change, args.instruction) if reviewed else types.WorkspaceEdit(document_changes=[change])
+    return await _apply(ls, args.instruction, workspace_edit) if edits else Applied(True)
 
 
 async def _chosen_region(

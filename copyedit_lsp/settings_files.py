@@ -12,7 +12,7 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
+from .config import Settings, camel
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "editors/vscode/package.json"
@@ -22,12 +22,6 @@ BEGIN = "<!-- The settings table is written by `copyedit settings write`: do not
 END = "<!-- End of the settings table. -->"
 CLIENT = ("copyedit.server.command", "copyedit.server.pythonPath")  # the extension's own, before the server's
 JSON_TYPES = {"str": "string", "bool": "boolean", "int": "integer", "float": "number"}
-
-
-def camel(name: str) -> str:
-    """A field's key in LSP settings: ``n_threads`` -> ``nThreads``."""
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def vscode_key(field: Field) -> str:
@@ -58,6 +52,9 @@ def package_properties(settings: Sequence[Field], old: dict[str, Any]) -> dict[s
     """``contributes.configuration.properties``: the extension's own settings as they are, then one
     entry a server setting, then the rest of the old ones (``trace.server``)."""
     server = {f"copyedit.{vscode_key(field)}": _schema(field) for field in settings}
+    server |= {
+        f"copyedit.{camel(field.metadata['was'])}": _renamed(field) for field in settings if field.metadata["was"]
+    }
     tail = {key: value for key, value in old.items() if key not in CLIENT and key not in server}
     return {key: old[key] for key in CLIENT if key in old} | server | tail
 
@@ -75,7 +72,7 @@ def settings_ts(settings: Sequence[Field]) -> str:
     lines += ["  name: keyof ServerSettings;", "  key: string;", '  type: "string" | "boolean" | "integer" | "number";']
     lines += ["  choices?: readonly string[];", "  empty?: boolean; // an empty string is a value, not unset"]
     lines += ["  minimum?: number;", "  exclusiveMinimum?: number;", "  exclusiveMaximum?: number;"]
-    lines += ["  pattern?: string;", "}", ""]
+    lines += ["  pattern?: string;", "  was?: string; // its VS Code key before a rename, still read", "}", ""]
     lines += ["export const SETTINGS: readonly Setting[] = ["]
     for field in settings:
         entry: dict[str, Any] = {"name": camel(field.name), "key": vscode_key(field), "type": json_types(field)[0]}
@@ -84,6 +81,8 @@ def settings_ts(settings: Sequence[Field]) -> str:
         if field.default == "":
             entry["empty"] = True
         entry |= field.metadata["schema"]
+        if field.metadata["was"]:
+            entry["was"] = camel(field.metadata["was"])
         lines.append(f"  {_ts_object(entry)},")
     return "\n".join([*lines, "];", ""])
 
@@ -130,6 +129,16 @@ def _schema(field: Field) -> dict[str, Any]:
     schema["default"] = field.default
     schema["markdownDescription"] = field.metadata["detail"]
     return schema
+
+
+def _renamed(field: Field) -> dict[str, Any]:
+    """The VS Code entry of a setting's old key: its type, no default, deprecated in favour of the new key."""
+    types = json_types(field)
+    return {
+        "type": types if len(types) > 1 else types[0],
+        "markdownDescription": field.metadata["detail"],
+        "markdownDeprecationMessage": f"Renamed: use `copyedit.{vscode_key(field)}` (this key is still read).",
+    }
 
 
 def _ts_object(entry: dict[str, Any]) -> str:

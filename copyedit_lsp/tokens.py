@@ -25,7 +25,7 @@ from .grammar import digit_choices
 from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, unescape
 
 if TYPE_CHECKING:
-    from .backend import Backend
+    from .llama_model import LlamaModel
 
 
 # Copied tokens the copy check evaluates at a time, with logits before each judged one: on CPU a
@@ -157,8 +157,8 @@ class TokenRun:
     there: no step) or replaces the rest of the draft, which leaves the cache.
     """
 
-    def __init__(self, backend: Backend, watch: EditWatch, *, force: bool, merge: bool):
-        self.backend = backend
+    def __init__(self, llama: LlamaModel, watch: EditWatch, *, force: bool, merge: bool):
+        self.llama = llama
         self.watch = watch
         self.stats = watch.stats
         self.free_forced = force
@@ -174,11 +174,11 @@ class TokenRun:
     def prefill(self, tokens: list[int]) -> None:
         self.watch.check_stop()
         started = time.perf_counter()
-        calls = self.backend.counters.calls
-        self.logits, reused = self.backend.prefill(tokens)
+        calls = self.llama.counters.calls
+        self.logits, reused = self.llama.prefill(tokens)
         self.stats.prefill_tokens += len(tokens) - reused
         self.stats.prefix_reused_tokens += reused
-        self.stats.eval_calls += self.backend.counters.calls - calls
+        self.stats.eval_calls += self.llama.counters.calls - calls
         self.stats.prefill_seconds += time.perf_counter() - started
 
     def _take(self, token: int) -> None:
@@ -193,7 +193,7 @@ class TokenRun:
         self.pending.append(token)
 
     def _drop_draft(self) -> None:
-        self.backend.truncate(len(self.backend.cached) - len(self.ahead))
+        self.llama.truncate(len(self.llama.cached) - len(self.ahead))
         self.ahead, self.ahead_logits = [], []
 
     def force(self, tokens: Sequence[int]) -> None:
@@ -250,17 +250,17 @@ class TokenRun:
 
     def position(self) -> int:
         """The current position: the tokens of the edit so far, cached or pending."""
-        return len(self.backend.cached) - len(self.ahead) + len(self.pending)
+        return len(self.llama.cached) - len(self.ahead) + len(self.pending)
 
     def rewind(self, position: int) -> None:
         """Go back to ``position`` (of :meth:`position`): what came after it leaves the cache."""
         self._drop_draft()
-        cached = len(self.backend.cached)
+        cached = len(self.llama.cached)
         if position >= cached:
             self.pending = self.pending[: position - cached]
         else:
             self.pending = []
-            self.backend.truncate(position)
+            self.llama.truncate(position)
             self.logits = None
         self.pending_splice = min(self.pending_splice, len(self.pending))
 
@@ -283,22 +283,22 @@ class TokenRun:
         and after the last."""
         self.watch.check_stop()
         if not self.pending and self.logits is None:  # the last token was taken back: evaluate it again
-            self.pending = [self.backend.cached[-1]]
-            self.backend.truncate(len(self.backend.cached) - 1)
+            self.pending = [self.llama.cached[-1]]
+            self.llama.truncate(len(self.llama.cached) - 1)
         tokens = [*self.pending, *draft]
-        if len(self.backend.cached) + len(tokens) > self.backend.n_ctx:
-            raise ContextOverflow(f"the edit ran out of the model's context ({self.backend.n_ctx} tokens)")
+        if len(self.llama.cached) + len(tokens) > self.llama.n_ctx:
+            raise ContextOverflow(f"the edit ran out of the model's context ({self.llama.n_ctx} tokens)")
         started = time.perf_counter()
-        calls = self.backend.counters.calls
+        calls = self.llama.counters.calls
         first = max(len(self.pending) - 1, 0)  # the first row: after the last pending token, else the first drafted
         wanted = [index >= first for index in range(len(tokens))]
         if judged is not None:  # a row is wanted where the token after it is judged, and the last
             wanted[first:-1] = judged if self.pending else judged[1:]
-        rows = self.backend.eval_rows(tokens, wanted)[first:]
+        rows = self.llama.eval_rows(tokens, wanted)[first:]
         if self.pending:
             self.logits = rows.pop(0)
         self.ahead, self.ahead_logits = list(draft), rows
-        used = self.backend.counters.calls - calls
+        used = self.llama.counters.calls - calls
         self.stats.eval_calls += used
         elapsed = time.perf_counter() - started
         if self.pending_splice:
@@ -316,18 +316,18 @@ class TokenRun:
             self.pending.pop()
         else:
             self._drop_draft()
-            self.backend.truncate(len(self.backend.cached) - 1)
+            self.llama.truncate(len(self.llama.cached) - 1)
             self.logits = None
 
     def answer(self, start: int) -> tuple[int, ...]:
         """The tokens from ``start`` to the current position; a draft left over leaves the cache.
         The last pending tokens are never evaluated: no choice follows them."""
         self._drop_draft()
-        return (*self.backend.cached[start:], *self.pending)
+        return (*self.llama.cached[start:], *self.pending)
 
     def room(self) -> int:
         """Tokens the context can still take, less a reserve to close the program."""
-        return self.backend.n_ctx - (len(self.backend.cached) - len(self.ahead)) - len(self.pending) - 32
+        return self.llama.n_ctx - (len(self.llama.cached) - len(self.ahead)) - len(self.pending) - 32
 
     def out_of_budget(self) -> bool:
         """Whether the edit may choose no more tokens; if so, it is marked cut short."""

@@ -3,40 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .config import Settings
 from .edit import Editor, EditResult, ProgressCallback
-
-# Tests only: a file path. An edit's first progress report then waits until that file exists (and
-# removes it), so a test acts at a known step of the edit instead of racing the model.
-HOLD_VARIABLE = "COPYEDIT_TEST_HOLD"
-
-
-def _held(on_progress: ProgressCallback | None) -> ProgressCallback | None:
-    """``on_progress``, holding the edit after its first report while :data:`HOLD_VARIABLE` says so."""
-    path = os.environ.get(HOLD_VARIABLE)
-    if not path or on_progress is None:
-        return on_progress
-    waited = False
-
-    def report(progress) -> None:
-        nonlocal waited
-        on_progress(progress)
-        if not waited:
-            waited = True
-            deadline = time.monotonic() + 120  # never held for good
-            while not os.path.exists(path) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-
-    return report
 
 
 def endpoint(settings: Settings):
@@ -67,7 +39,7 @@ def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
         n_threads=settings.n_threads,
         n_gpu_layers=settings.n_gpu_layers,
         batch_invariant=settings.batch_invariant,
-        adapter=settings.adapter,
+        selector=settings.selector,
         progress=progress,
     )
 
@@ -119,7 +91,7 @@ class Worker:
 
         def work() -> EditResult:
             return self._ready(settings).edit(
-                source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=_held(on_progress)
+                source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=on_progress
             )
 
         self.running.add(stop)

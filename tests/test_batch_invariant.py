@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp.backend import Backend, BackendError
+from copyedit_lsp.llama_model import LlamaModel, LlamaModelError
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,18 +22,18 @@ SPEEDUP_MODES = "program,program-plain,program-no-force,program-no-merge,program
 LOGITS_BY_SPLIT = """
 import json, sys
 import numpy as np
-from copyedit_lsp.backend import Backend
+from copyedit_lsp.llama_model import LlamaModel
 
-backend = Backend(sys.argv[1], n_ctx=1024, n_threads=2, batch_invariant=True)
-tokens = backend.tokenize(open(sys.argv[2]).read())[:240]
+llama = LlamaModel(sys.argv[1], n_ctx=1024, n_threads=2, batch_invariant=True)
+tokens = llama.tokenize(open(sys.argv[2]).read())[:240]
 prefix, tail = tokens[:200], tokens[200:]
 
 def logits(split):
-    backend.truncate(0)
-    backend.eval(prefix)
+    llama.truncate(0)
+    llama.eval(prefix)
     rows, start = [], 0
     for size in split:
-        rows.append(backend.eval(tail[start:start + size], logits_from=0))
+        rows.append(llama.eval(tail[start:start + size], logits_from=0))
         start += size
     return np.concatenate(rows)
 
@@ -45,14 +45,14 @@ print(json.dumps({name: bool(np.array_equal(logits(split), one_by_one)) for name
 
 TOO_LATE = """
 import sys
-from copyedit_lsp.backend import Backend, BackendError
+from copyedit_lsp.llama_model import LlamaModel, LlamaModelError
 
-first = Backend(sys.argv[1], n_ctx=256, n_threads=2)
+first = LlamaModel(sys.argv[1], n_ctx=256, n_threads=2)
 first.eval(first.tokenize("def f(x):\\n    return [x] * 16\\n"), logits_from=0)  # a batched matmul
 first.close()
 try:
-    Backend(sys.argv[1], n_ctx=256, n_threads=2, batch_invariant=True)
-except BackendError as error:
+    LlamaModel(sys.argv[1], n_ctx=256, n_threads=2, batch_invariant=True)
+except LlamaModelError as error:
     print(error)
 """
 
@@ -67,8 +67,8 @@ def _run_exact(*args: str, timeout: float) -> str:
 
 def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_path):
     """The default environment's llama.cpp has llamafile's sgemm: the option fails with the fix named."""
-    with pytest.raises(BackendError, match="GGML_LLAMAFILE=OFF"):
-        Backend(default_model_path, n_ctx=256, batch_invariant=True)
+    with pytest.raises(LlamaModelError, match="GGML_LLAMAFILE=OFF"):
+        LlamaModel(default_model_path, n_ctx=256, batch_invariant=True)
 
 
 @pytest.mark.timeout(660)  # a subprocess with its own 600 s limit: 240 tokens evaluated five ways, one by one too
@@ -99,7 +99,7 @@ def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model
         "--threads",
         "2",
         "--batch-invariant",
-        "--adapter",
+        "--selector",
         "none",
         "--modes",
         SPEEDUP_MODES,

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from copyedit_lsp.backend import Backend
 from copyedit_lsp.bench.edits import (
     BASE_MODES,
     bound_table,
@@ -20,6 +19,7 @@ from copyedit_lsp.bench.edits import (
 from copyedit_lsp.datasets import EditItem, load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions, EditResult, EditStats
+from copyedit_lsp.llama_model import LlamaModel
 
 KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"span": 256, "speedup": 4.0}]}
 
@@ -135,7 +135,7 @@ def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
 
 @pytest.mark.model
 def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
-    decoder = Decoder(Backend(tiny_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2))
     sets = {"py": load_items("humanevalfix-python", limit=2), "quixbugs": load_items("quixbugs", limit=1)}
     modes = [*BASE_MODES, "forced-plain"]
     result = edits_benchmark(decoder, sets, modes=modes, progress=False)
@@ -160,7 +160,7 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
         (result["sets"]["py"]["rows"][: len(modes)], result["sets"]["py"]["rows"][len(modes) :]),
         strict=False,
     ):
-        code = len(decoder.backend.tokenize(item.before))
+        code = len(decoder.llama.tokenize(item.before))
         prompt = decoder.prompt(item.before, item.instruction, EditOptions(mode="rewrite", language="python"))
         bound = code + 40 + 4 * item.before.count("\n")
         assert bound < len(prompt)
@@ -171,7 +171,7 @@ def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
     assert all(path.stat().st_size > 0 for path in paths)
     assert paths[0].name == "edits.json.gz" and json.loads(gzip.decompress(paths[0].read_bytes()))["modes"] == modes
     assert "| forced | 2/2 |" in paths[1].read_text()
-    decoder.backend.close()
+    decoder.llama.close()
 
 
 @pytest.mark.model
@@ -181,7 +181,7 @@ def test_an_item_that_raises_is_recorded_and_a_killed_run_resumes(tiny_model_pat
     from copyedit_lsp.bench.edits import RowLog, format_tables
     from copyedit_lsp.datasets import EditItem
 
-    decoder = Decoder(Backend(tiny_model_path, n_ctx=1024, n_threads=2))
+    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=1024, n_threads=2))
     long = "".join(f"value_{i} = {i}\n" for i in range(300))
     items = load_items("humanevalfix-python", limit=2)
     items.insert(1, EditItem("long", long, long, "Keep it."))
@@ -199,13 +199,13 @@ def test_an_item_that_raises_is_recorded_and_a_killed_run_resumes(tiny_model_pat
 
     kept = path.read_text().splitlines()[:3]
     path.write_text("\n".join(kept) + '\n{"set": "py", "id": "Python/1", "mo')  # killed while writing row 4
-    calls = decoder.backend.counters.calls
+    calls = decoder.llama.counters.calls
     again = edits_benchmark(decoder, {"py": items}, modes=modes, progress=False, log=RowLog(path, resume=True))
-    assert decoder.backend.counters.calls > calls  # the missing rows were measured
+    assert decoder.llama.counters.calls > calls  # the missing rows were measured
     assert again["sets"]["py"]["rows"][:3] == rows[:3]
     assert [(r["id"], r["mode"]) for r in again["sets"]["py"]["rows"]] == [(r["id"], r["mode"]) for r in rows]
     assert len(path.read_text().splitlines()) == 6 and again["sets"]["py"]["summary"]["forced"]["exact"] == 2
-    calls = decoder.backend.counters.calls
+    calls = decoder.llama.counters.calls
     edits_benchmark(decoder, {"py": items}, modes=modes, progress=False, log=RowLog(path, resume=True))
-    assert decoder.backend.counters.calls == calls  # nothing left to measure
+    assert decoder.llama.counters.calls == calls  # nothing left to measure
     decoder.close()

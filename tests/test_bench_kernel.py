@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from copyedit_lsp.backend import Backend
 from copyedit_lsp.bench.kernel import format_table, kernel_benchmark, write_outputs
+from copyedit_lsp.llama_model import LlamaModel
 
 SPANS = (1, 4, 16)
 TRIALS = 2
@@ -18,12 +18,12 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def run(tiny_model_path):
-    """The backend and its counters' call count before, and the result of one small benchmark run."""
-    backend = Backend(tiny_model_path, n_ctx=2048, n_threads=2)
-    calls_before = backend.counters.calls
-    result = kernel_benchmark(backend, spans=SPANS, prefix_tokens=PREFIX, trials=TRIALS, progress=False)
-    yield backend, backend.counters.calls - calls_before, result
-    backend.close()
+    """The llama and its counters' call count before, and the result of one small benchmark run."""
+    llama = LlamaModel(tiny_model_path, n_ctx=2048, n_threads=2)
+    calls_before = llama.counters.calls
+    result = kernel_benchmark(llama, spans=SPANS, prefix_tokens=PREFIX, trials=TRIALS, progress=False)
+    yield llama, llama.counters.calls - calls_before, result
+    llama.close()
 
 
 def test_rows_in_order_with_consistent_positive_numbers(run):
@@ -44,8 +44,8 @@ def test_rows_in_order_with_consistent_positive_numbers(run):
 
 
 def test_cache_back_to_prefix_and_one_call_per_decoded_token(run):
-    backend, calls, _ = run
-    assert len(backend.cached) == PREFIX
+    llama, calls, _ = run
+    assert len(llama.cached) == PREFIX
     # one prefix call, then per trial (warm-up included) one call per decoded token, one per splice,
     # two per unmerged span (one for a span of one token) and one per verified span
     unmerged = sum(2 if span > 1 else 1 for span in SPANS)

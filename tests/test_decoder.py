@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from fixes import fix_problems
 
-from copyedit_lsp.backend import Backend, BackendError, Vocabulary
 from copyedit_lsp.bench.checks import Outcome, run_tests
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
 from copyedit_lsp.datasets import load_items
@@ -27,6 +26,7 @@ from copyedit_lsp.edit import (
     repeats_input,
 )
 from copyedit_lsp.grammar import digit_choices
+from copyedit_lsp.llama_model import LlamaModel, LlamaModelError, Vocabulary
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import GEN_CLOSE, Copy, Gen, Program, parse_program
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
@@ -38,16 +38,16 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_path):
-    decoder = Decoder(Backend(tiny_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2))
     yield decoder
-    decoder.backend.close()
+    decoder.llama.close()
 
 
 @pytest.fixture(scope="module")
 def qwen(default_model_path):
-    decoder = Decoder(Backend(default_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
     yield decoder
-    decoder.backend.close()
+    decoder.llama.close()
 
 
 def chosen_tokens(decoder: Decoder, program: Program, n: int) -> int:
@@ -77,8 +77,8 @@ def chosen_tokens(decoder: Decoder, program: Program, n: int) -> int:
             total += branch_points("copy", first) + digit_steps(op.start, first) + digit_steps(op.end, op.start)
             first = op.end + 1
         else:
-            script = decoder.backend.tokenize(as_model_sees(op.text) + GEN_CLOSE)  # chosen until it reads </gen>
-            pieces = itertools.accumulate(decoder.backend.piece(t) for t in script)
+            script = decoder.llama.tokenize(as_model_sees(op.text) + GEN_CLOSE)  # chosen until it reads </gen>
+            pieces = itertools.accumulate(decoder.llama.piece(t) for t in script)
             total += branch_points("gen", first) + next(k for k, text in enumerate(pieces, 1) if b"</gen>" in text)
     return total + branch_points("end", first)
 
@@ -149,8 +149,8 @@ def test_drafts_guess_the_line_after_a_gen(tiny):
     assert drafter.resume_line("b = 2\nc = 3\nd = 4\n") == 5  # lines written out as they were
     assert drafter.resume_line("b = 2\nx = 0\nc = 3\n") == 4  # a line inserted
     assert drafter.resume_line("") == 2
-    assert tiny.backend.detokenize(drafter.copy_tag(3)) == '<copy lines="3-5"/>\n' and drafter.copy_tag(6) == []
-    assert tiny.backend.detokenize(drafter.next_op(Copy(1, 1), with_body=True)).startswith("<gen>\nb = 2")
+    assert tiny.llama.detokenize(drafter.copy_tag(3)) == '<copy lines="3-5"/>\n' and drafter.copy_tag(6) == []
+    assert tiny.llama.detokenize(drafter.next_op(Copy(1, 1), with_body=True)).startswith("<gen>\nb = 2")
 
 
 def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
@@ -174,7 +174,7 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
         program = parse_program(result.program.to_text(), n_lines=len(view.lines))
         assert resolve(program, item.before) == result.text
         copies = [op for op in program.ops if isinstance(op, Copy)]
-        spans = [len(qwen.backend.tokenize(view.span(c.start, c.end))) for c in copies]
+        spans = [len(qwen.llama.tokenize(view.span(c.start, c.end))) for c in copies]
         assert result.stats.splice_spans == spans, item.id
         assert result.stats.splice_eval_calls == [1] * len(copies), item.id
         if copies:
@@ -262,36 +262,36 @@ def test_second_edit_reuses_the_prompt_prefix(tiny):
         == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
     )
     examples = rewrite_messages("", "", "")[:-1]  # the system prompt and the examples
-    shared = tiny.backend.tokenize(tiny.template.render(examples, ""), special=True)
+    shared = tiny.llama.tokenize(tiny.template.render(examples, ""), special=True)
     assert second.stats.prefix_cache_hit
     assert second.stats.prefix_reused_tokens >= len(shared) - 2  # system prompt and examples not re-evaluated
     assert second.stats.prefill_tokens < first.stats.prefill_tokens + first.stats.prefix_reused_tokens // 2
 
 
 def test_document_longer_than_the_context_fails_before_decoding(tiny_model_path):
-    decoder = Decoder(Backend(tiny_model_path, n_ctx=1024, n_threads=2))
-    calls = decoder.backend.counters.calls
+    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=1024, n_threads=2))
+    calls = decoder.llama.counters.calls
     with pytest.raises(ContextOverflow, match="do not fit the model's context of 1024 tokens"):
         decoder.edit("".join(f"value_{i} = {i}\n" for i in range(400)), "Double every value.")
-    assert decoder.backend.counters.calls == calls
-    decoder.backend.close()
+    assert decoder.llama.counters.calls == calls
+    decoder.llama.close()
 
 
 def test_a_context_sized_to_the_edit_grows_to_the_models_training_context(tiny_model_path):
     """n_ctx 0 (the default): a text past the first 4096 tokens grows the context (the model
     reloaded, the prompt prefix re-evaluated) and the edit is exact; past the training context
     (SmolLM2: 8192) it fails before decoding."""
-    decoder = Decoder(Backend(tiny_model_path, n_threads=2))
+    decoder = Decoder(LlamaModel(tiny_model_path, n_threads=2))
     try:
-        assert decoder.backend.growable and decoder.backend.n_ctx == 4096
+        assert decoder.llama.growable and decoder.llama.n_ctx == 4096
         assert decoder.edit("x = 1\n", "Keep it.", EditOptions(mode="rewrite", max_new_tokens=8)).text
         before = "".join(f"value_{i} = {i} * {i}\n" for i in range(150))  # 2,270 tokens, the prompt 3,300
         after = before.replace("value_7 = 7 * 7\n", "value_7 = 49\n")
         program = oracle_program(before, after)
         result = decoder.edit(before, "Fold value_7.", EditOptions(mode="forced", program=program))
         assert result.text == after and result.cut is None
-        assert decoder.backend.n_ctx == 8192  # 4096 * 2, the training context
-        assert not decoder.backend.make_room(9000)
+        assert decoder.llama.n_ctx == 8192  # 4096 * 2, the training context
+        assert not decoder.llama.make_room(9000)
         with pytest.raises(ContextOverflow, match="context of 8192 tokens: edit a smaller range$"):
             decoder.edit(before * 2, "Fold value_7.", EditOptions(mode="rewrite"))
     finally:
@@ -329,15 +329,15 @@ def test_reserved_strings_in_document_instruction_and_generated_code(tiny):
 
 def test_missing_and_corrupt_model_files_give_clear_errors(tmp_path, tiny_model_path):
     with pytest.raises(ModelError, match="does not exist|not found|missing"):
-        Backend(tmp_path / "absent.gguf")
+        LlamaModel(tmp_path / "absent.gguf")
     garbage = tmp_path / "garbage.gguf"
     garbage.write_bytes(b"not a model at all" * 10)
     with pytest.raises(ModelError, match="GGUF"):
-        Backend(garbage)
+        LlamaModel(garbage)
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(tiny_model_path.read_bytes()[: 4 << 20])
-    with pytest.raises((BackendError, ModelError)):
-        Backend(truncated)
+    with pytest.raises((LlamaModelError, ModelError)):
+        LlamaModel(truncated)
 
 
 def test_gens_are_whole_lines_in_the_documents_line_breaks():
@@ -393,37 +393,37 @@ def test_example_sets_change_the_prompt(tiny):
         for name in ("none", "default", "extended")
     }
     assert len(prompts["none"]) < len(prompts["default"]) < len(prompts["extended"])
-    assert "count_words" in tiny.backend.detokenize(prompts["extended"])
-    assert "count_words" not in tiny.backend.detokenize(prompts["default"])
+    assert "count_words" in tiny.llama.detokenize(prompts["extended"])
+    assert "count_words" not in tiny.llama.detokenize(prompts["default"])
     with pytest.raises(ValueError, match="examples"):
         tiny.edit("x = 1\n", "Rename x.", EditOptions(examples="many"))
 
 
 def test_a_restored_snapshot_gives_the_same_logits(tiny):
-    backend = tiny.backend
-    first = backend.tokenize("def add(a, b):\n    return a + b\n")
-    backend.prefill(first)
-    expected = backend.eval(backend.tokenize(" #"))
-    backend.truncate(len(first))
-    snapshot = backend.snapshot()
-    backend.prefill(backend.tokenize("something else entirely, and longer than the first text"))
-    backend.restore(snapshot)
-    assert backend.cached == first
-    np.testing.assert_array_equal(backend.eval(backend.tokenize(" #")), expected)
+    llama = tiny.llama
+    first = llama.tokenize("def add(a, b):\n    return a + b\n")
+    llama.prefill(first)
+    expected = llama.eval(llama.tokenize(" #"))
+    llama.truncate(len(first))
+    snapshot = llama.snapshot()
+    llama.prefill(llama.tokenize("something else entirely, and longer than the first text"))
+    llama.restore(snapshot)
+    assert llama.cached == first
+    np.testing.assert_array_equal(llama.eval(llama.tokenize(" #")), expected)
 
 
 def test_rows_asked_for_are_the_rows_of_a_full_evaluation(tiny):
     """The copy check asks llama.cpp for logits only before the tokens it judges (a row is the
     whole vocabulary): those rows are the ones every row would give, the others None."""
-    backend = tiny.backend
-    prompt = backend.tokenize("def add(a, b):\n")
-    tokens = backend.tokenize("    total = a + b\n    return total\n")
-    backend.prefill(prompt)
-    full = backend.eval(tokens, logits_from=0)
-    backend.truncate(len(prompt))
+    llama = tiny.llama
+    prompt = llama.tokenize("def add(a, b):\n")
+    tokens = llama.tokenize("    total = a + b\n    return total\n")
+    llama.prefill(prompt)
+    full = llama.eval(tokens, logits_from=0)
+    llama.truncate(len(prompt))
     wanted = [index % 3 == 1 or index == len(tokens) - 1 for index in range(len(tokens))]
-    rows = backend.eval_rows(tokens, wanted)
-    assert backend.cached == prompt + tokens
+    rows = llama.eval_rows(tokens, wanted)
+    assert llama.cached == prompt + tokens
     assert [row is not None for row in rows] == wanted
     for row, expected in zip(rows, full, strict=True):
         if row is not None:
@@ -433,7 +433,7 @@ def test_rows_asked_for_are_the_rows_of_a_full_evaluation(tiny):
 def test_the_vocabulary_alone_tokenizes_like_the_model(tiny, tiny_model_path):
     vocabulary = Vocabulary(tiny_model_path)
     text = 'def f(x):\r\n    return "<copy lines=\\"1-2\\"/>" + 日本\n'
-    assert vocabulary.tokenize(text) == tiny.backend.tokenize(text)
+    assert vocabulary.tokenize(text) == tiny.llama.tokenize(text)
     vocabulary.close()
 
 
@@ -448,7 +448,7 @@ def test_an_output_cut_short_says_so(tiny, tiny_model_path):
     cut = tiny.edit(before, "Keep it.", budget)
     assert cut.cut == "max_new_tokens" and cut.stats.chosen_tokens == 8
     long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(300))),))
-    small = Decoder(Backend(tiny_model_path, n_ctx=640, n_threads=2))
+    small = Decoder(LlamaModel(tiny_model_path, n_ctx=640, n_threads=2))
     try:
         result = small.edit("x = 1\n", "Write many values.", EditOptions(mode="forced", program=long_gen))
     finally:
@@ -478,7 +478,7 @@ def test_a_gen_at_the_decoders_length_cap_is_cut_short_and_refused(tiny):
     is complete."""
     long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(12))),))
     scripted = EditOptions(mode="forced", program=long_gen, language="python")
-    capped = Decoder(tiny.backend, max_gen_tokens=24)  # the same model; the cap of 512 made small
+    capped = Decoder(tiny.llama, max_gen_tokens=24)  # the same model; the cap of 512 made small
     result = capped.edit("x = 1\n", "Write many values.", scripted)
     assert result.cut == "max_gen_tokens"
     (gen,) = result.program.ops

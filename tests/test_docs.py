@@ -1,8 +1,12 @@
 """The README is a front door and every file in docs/ is indexed, its links whole (no model)."""
 
 import re
+import shutil
 from pathlib import Path
 
+import pytest
+
+from copyedit_lsp.bench.figures import BEGIN, FIGURES, figures_table, readme_text
 from copyedit_lsp.bench.index import MARKER, docs_files, index_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +26,19 @@ def test_the_docs_index_is_what_copyedit_bench_index_writes_and_names_every_file
     assert [name for name in docs_files(DOCS) if f"({name})" not in index] == []
 
 
+def test_the_readmes_figures_are_what_copyedit_bench_index_writes_from_the_runs(tmp_path):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert BEGIN in readme and readme == readme_text(ROOT), "run `copyedit bench index`"
+    # no figure without its run's manifest
+    run = FIGURES[0].run
+    shutil.copytree(DOCS / "benchmarks" / run, tmp_path / "benchmarks" / run)
+    (tmp_path / "benchmarks" / run / f"{run}.manifest.json").unlink()
+    with pytest.raises(ValueError, match="manifest"):
+        figures_table(tmp_path)
+
+
 def test_every_relative_link_of_the_readme_and_the_docs_leads_to_a_file():
-    pages = [ROOT / "README.md", *DOCS.glob("*.md"), *(ROOT / "adapters").glob("*.md")]
+    pages = [ROOT / "README.md", *DOCS.glob("*.md"), *(ROOT / "selectors").glob("*.md")]
     broken = []
     for page in pages:
         text = page.read_text(encoding="utf-8")

@@ -1,141 +1,40 @@
-"""The remote backend against the engines teams run, each on 127.0.0.1 with the default model and
-an API key, next to the local decoder with the same model: llama.cpp's llama-server (built by
-``make llama-server`` from the pinned llama-cpp-python sdist's llama.cpp, reading the GGUF) and
-vLLM's CPU build (``make vllm``: its own environment, the GGUF exported once as a Hugging Face
-folder in float32)."""
+"""One parity suite of the remote backend over the completions servers teams run (tests/engines.py
+starts each: llama-cpp-python's own server, llama.cpp's llama-server and vLLM's CPU build, on
+127.0.0.1 with the default model and an API key), next to the local decoder with the same model:
+the same programs and texts, the grammar kept, a copy spliced through the engine's prefix cache,
+cancelling that stops the engine, clear errors."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import pytest
-from test_remote import check_forced_mode, free_port
+from engines import CONTEXT, ENGINES, free_port, start_engine
 
-from copyedit_lsp import models
-from copyedit_lsp.backend import Backend, Vocabulary
-from copyedit_lsp.bench.checks import die_with_parent
 from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.grammar import op_grammar
-from copyedit_lsp.program import Copy, Program
+from copyedit_lsp.llama_model import LlamaModel, Vocabulary
+from copyedit_lsp.program import Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
+from copyedit_lsp.region import choice_names
 from copyedit_lsp.remote import Answer, Completions, Endpoint, RemoteDecoder, RemoteError
 from copyedit_lsp.remote import _read_op as read_op
 from copyedit_lsp.resolver import oracle_program
-
-ROOT = Path(__file__).parents[1]
-LLAMA_SERVER = ROOT / ".engines" / "llama-server"
-VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
-API_KEY = "copyedit-test-key"
-CONTEXT = 4096
 
 # An engine starts in the setup of its first test (vLLM: 109 s on a quiet 2-core machine), which
 # then runs both local decoders beside it (129 s): 238 s together, near the 300 s default.
 pytestmark = [pytest.mark.model, pytest.mark.timeout(900)]
 
 
-@dataclass
-class Served:
-    """An engine serving the default model on a free port of 127.0.0.1; its log in a file."""
-
-    name: str
-    process: subprocess.Popen
-    url: str
-    log: Path
-    engine: str = "llama.cpp"
-    block: int = 1  # the tokens of the engine's prefix cache blocks: it reuses whole blocks
-    answers: list[Answer] = field(default_factory=list)
-
-    def endpoint(self, api_key: str | None = API_KEY) -> Endpoint:
-        return Endpoint(self.url, engine=self.engine, api_key=api_key, timeout=120.0)
-
-    def get(self, path: str) -> httpx.Response:
-        """A GET on the server's own API (``/slots``, ``/metrics``), outside ``/v1``."""
-        root = self.url.removesuffix("/v1")
-        return httpx.get(f"{root}{path}", headers={"Authorization": f"Bearer {API_KEY}"}, timeout=10)
-
-    def generating(self) -> tuple[bool, int]:
-        """Whether the engine is generating, and the tokens it generated for the latest request
-        (llama-server: its slot's count; vLLM: its counter of all generated tokens)."""
-        if self.name == "llama-server":
-            (slot,) = self.get("/slots").json()
-            return slot["is_processing"], slot["next_token"][0]["n_decoded"]
-        metrics = self.get("/metrics").text
-        return _metric(metrics, "vllm:num_requests_running") > 0, int(_metric(metrics, "vllm:generation_tokens_total"))
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=60)
-
-
-def _metric(metrics: str, name: str) -> float:
-    """The sum of a Prometheus metric's samples (over its labels)."""
-    return sum(
-        float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith((name + "{", name + " "))
-    )
-
-
-def _started(served: Served, health: str, seconds: float) -> Served:
-    """``served`` once its ``health`` path answers 200 (or a clear failure with its log's end)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if served.process.poll() is not None:
-            raise AssertionError(f"{served.name} exited: {served.log.read_text(errors='replace')[-3000:]}")
-        try:
-            if served.get(health).status_code == 200:
-                return served
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    served.stop()
-    raise TimeoutError(f"{served.name} did not start in {seconds:g} s")
-
-
-def start_llama_server(model: Path, log: Path) -> Served:
-    port = free_port()
-    command = [
-        str(LLAMA_SERVER),
-        *("--model", str(model), "--alias", DEFAULT_MODEL, "--ctx-size", str(CONTEXT), "--threads", "2"),
-        *("--parallel", "1", "--host", "127.0.0.1", "--port", str(port), "--api-key", API_KEY, "--slots"),
-    ]
-    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-    return _started(Served("llama-server", process, f"http://127.0.0.1:{port}/v1", log), "/health", 180)
-
-
-def start_vllm(log: Path) -> Served:
-    port = free_port()
-    command = [
-        str(VLLM_PYTHON),
-        *("-m", "vllm.entrypoints.openai.api_server", "--model", str(models.hf_folder(DEFAULT_MODEL))),
-        *("--served-model-name", DEFAULT_MODEL, "--max-model-len", str(CONTEXT), "--dtype", "float32"),
-        *("--block-size", "32", "--enable-prompt-tokens-details", "--host", "127.0.0.1", "--port", str(port)),
-        *("--api-key", API_KEY),
-    ]
-    environment = os.environ | {"VLLM_CPU_KVCACHE_SPACE": "2"}  # GiB of KV cache
-    process = subprocess.Popen(
-        command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=environment, preexec_fn=die_with_parent
-    )
-    return _started(
-        Served("vllm", process, f"http://127.0.0.1:{port}/v1", log, engine="vllm", block=32), "/health", 600
-    )
-
-
-@pytest.fixture(scope="module", params=["llama-server", "vllm"])
+@pytest.fixture(scope="module", params=ENGINES)
 def served(request, default_model_path, tmp_path_factory):
-    if request.param == "llama-server":
-        if not LLAMA_SERVER.exists():
-            pytest.fail(f"{LLAMA_SERVER} is missing: `make llama-server` builds it (make test does)")
-        server = start_llama_server(default_model_path, tmp_path_factory.mktemp("llama-server") / "server.log")
-    else:
-        if not VLLM_PYTHON.exists():
-            pytest.fail(f"{VLLM_PYTHON} is missing: `make vllm` installs it (make test does)")
-        server = start_vllm(tmp_path_factory.mktemp("vllm") / "server.log")
+    try:
+        server = start_engine(request.param, default_model_path, tmp_path_factory.mktemp(request.param) / "server.log")
+    except FileNotFoundError as missing:
+        pytest.fail(str(missing))
     yield server
     server.stop()
 
@@ -157,8 +56,8 @@ def remote(served):
 
 @pytest.fixture(scope="module")
 def local(default_model_path):
-    """The local decoder with the base model (the remote backend sends no adapter)."""
-    decoder = Decoder(Backend(default_model_path, n_ctx=CONTEXT, n_threads=2))
+    """The local decoder with the base model (the remote backend sends no selector)."""
+    decoder = Decoder(LlamaModel(default_model_path, n_ctx=CONTEXT, n_threads=2))
     yield decoder
     decoder.close()
 
@@ -171,8 +70,8 @@ def items():
 def test_programs_and_texts_equal_the_local_decoders(remote, local, items):
     """Program mode (the copy check off locally: a completions server returns no logits of copied
     lines) and rewrite mode write what the local decoder writes, op for op."""
-    assert remote.model == DEFAULT_MODEL
-    same = []
+    assert remote.model == DEFAULT_MODEL  # the first model the server lists
+    copies, same = 0, []
     for item in items:
         options = EditOptions(language=item.language, copy_check=0.0, fallback=False)  # the programs are compared
         here, there = (
@@ -180,8 +79,14 @@ def test_programs_and_texts_equal_the_local_decoders(remote, local, items):
             remote.edit(item.before, item.instruction, options),
         )
         same.append(there.program == here.program and there.text == here.text)
-        assert there.stats.requests >= len(there.program.ops)
+        # a request runs through gens to the next copy: one per copy at least; at most one per op,
+        # one for the end, and one for each more line a gen that changed nothing was asked for
+        gen_lines = sum(op.text.count("\n") for op in there.program.ops if isinstance(op, Gen))
+        in_program = sum(isinstance(op, Copy) for op in there.program.ops)
+        assert in_program <= there.stats.requests <= len(there.program.ops) + 1 + gen_lines
+        copies += in_program
     assert sum(same) >= len(items) - 1, same  # a long free gen may part at a near tie
+    assert copies >= len(items)  # the model copies: the splice is exercised
     for item in items[:2]:
         options = EditOptions(mode="rewrite", language=item.language)
         here, there = (
@@ -189,6 +94,19 @@ def test_programs_and_texts_equal_the_local_decoders(remote, local, items):
             remote.edit(item.before, item.instruction, options),
         )
         assert there.text == here.text and there.stats.requests == 1, item.id
+
+
+def test_the_choice_of_a_definition_is_the_same_remotely(remote, local):
+    """The model's choice among a long file's definitions: the local decoder walks the names'
+    tokens, the engine answers under a grammar of the names; greedy, the same answer."""
+    from test_loss import ROUTER
+
+    symptom = "Query strings lose everything after an equals sign in a value, like token=abc==."
+    names = choice_names(ROUTER, "python", symptom)
+    assert "parse_query" in names and len(names) >= 8
+    here = local.choose(ROUTER, symptom, "python", names)
+    assert here == "parse_query"  # the base model, asked with the names quoted
+    assert remote.choose(ROUTER, symptom, "python", names) == here
 
 
 def test_every_answer_keeps_to_the_grammar(remote, items):
@@ -207,37 +125,50 @@ def test_every_answer_keeps_to_the_grammar(remote, items):
 
 
 def test_a_copy_is_spliced_through_the_engines_prefix_cache(remote, served, items, default_model_path):
-    """After a copy, the next request reuses the whole prompt before it (the engine's own counter)
+    """After a copy, the next request reuses the whole prompt before it (the engine's own count)
     and evaluates only the copied lines, in one prefill."""
     item = items[0]
     source = item.before + f"# {time.time_ns()}\n"  # a text no earlier request held (none is cached)
     view = SourceView.of(source)
-    program = Program((Copy(1, len(view.lines)),))
-    options = EditOptions(mode="forced", program=program)
+    options = EditOptions(mode="forced", program=Program((Copy(1, len(view.lines)),)))
     remote.warm(options)  # the fixed prompt prefix in the cache
-    served.answers.clear()
+    since = served.mark()
     assert remote.edit(source, item.instruction, options).text == source
-    first, second = served.answers
-    vocabulary = Vocabulary(default_model_path)
+    (cached_1, evaluated_1), (cached_2, evaluated_2) = served.prompt_counts(since)
+    vocabulary = Vocabulary(default_model_path)  # the engine's model: the same tokenizer
     try:
         copied = len(vocabulary.tokenize(view.span(1, len(view.lines))))
     finally:
         vocabulary.close()
-    assert first.prompt_cached is not None and first.prompt_cached > 300  # the fixed prompt prefix
-    reused = first.prompt_cached + first.prompt_evaluated  # the first request's whole prompt
-    assert second.prompt_cached >= reused // served.block * served.block
+    assert cached_1 > 300  # the fixed prompt prefix
+    assert cached_2 >= (cached_1 + evaluated_1) // served.block * served.block  # the first request's whole prompt
     # the copied lines, maybe a token the tag and the lines share, and what fills the last block
-    assert copied <= second.prompt_evaluated <= copied + 2 + served.block - 1
+    assert copied <= evaluated_2 <= copied + 2 + served.block - 1
 
 
 def test_forced_mode_writes_the_script(remote, items):
-    check_forced_mode(remote, items)
+    """Forced mode writes the oracle's script: one request for each copy and the gens before it,
+    one for the gens after the last and the program's end."""
+    for item in items[:3]:
+        program = oracle_program(item.before, item.after)
+        result = remote.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
+        assert result.program == program and result.text == item.after
+        assert result.stats.requests == sum(isinstance(op, Copy) for op in program.ops) + 1
 
 
-def test_progress_streams_and_cancelling_stops_the_engine(remote, served, items):
+def test_progress_streams_and_cancelling_stops_the_engine(remote, served, items, monkeypatch):
+    """A cancelled rewrite closes its stream; the engine stops generating (where it says) and serves on."""
     item = items[1]
     seen: list[int] = []
-    generated = 0 if served.name == "llama-server" else served.generating()[1]
+    responses: list[httpx.Response] = []
+    send = httpx.Client.send
+
+    def kept(client, request, **kwargs):
+        responses.append(send(client, request, **kwargs))
+        return responses[-1]
+
+    before = served.generating()
+    monkeypatch.setattr(httpx.Client, "send", kept)
     with pytest.raises(Cancelled):
         remote.edit(
             item.before,
@@ -246,12 +177,16 @@ def test_progress_streams_and_cancelling_stops_the_engine(remote, served, items)
             stop=lambda: len(seen) >= 5,
             on_progress=lambda progress: seen.append(progress.stats.chosen_tokens),
         )
-    assert seen == sorted(seen) and seen[-1] > seen[0]  # the answer grew piece by piece
-    deadline = time.monotonic() + 10
-    while (state := served.generating())[0]:
-        assert time.monotonic() < deadline, "the engine went on generating after the stream closed"
-        time.sleep(0.1)
-    assert state[1] - generated < 40  # stopped, not run to the end of the rewrite (about 100 tokens)
+    (stream,) = responses  # the one streamed request, cancelled before the answer was complete
+    assert stream.is_closed and seen == sorted(seen) and seen[-1] > seen[0]  # the answer grew piece by piece
+    if before is not None:  # the engine says what it generates
+        generated = 0 if served.name == "llama-server" else before[1]
+        deadline = time.monotonic() + 10
+        while (state := served.generating())[0]:
+            assert time.monotonic() < deadline, "the engine went on generating after the stream closed"
+            time.sleep(0.1)
+        assert state[1] - generated < 40  # stopped, not run to the end of the rewrite (about 100 tokens)
+    monkeypatch.undo()
     result = remote.edit(
         item.before, item.instruction, EditOptions(mode="forced", program=oracle_program(item.before, item.after))
     )

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from strategies import programs
 from test_program import damaged_programs
 
-from copyedit_lsp.backend import Vocabulary
 from copyedit_lsp.grammar import (
     digit_choices,
     gen_rest_grammar,
@@ -21,6 +20,7 @@ from copyedit_lsp.grammar import (
     op_grammar,
     range_rule,
 )
+from copyedit_lsp.llama_model import Vocabulary
 from copyedit_lsp.program import ProgramError, parse_program
 
 SIZES = [1, 9, 10, 99, 100, 347, 5000, 100000]

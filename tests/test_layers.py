@@ -1,6 +1,7 @@
 """The layers of docs/ARCHITECTURE.md are import contracts: `make lint` fails on an import that
 breaks them (no model)."""
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -33,3 +34,41 @@ def test_the_tree_keeps_its_layers_and_a_planted_import_breaks_them(tmp_path):
     broken = lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "copyedit_lsp.config -> copyedit_lsp.decoder" in broken.stdout, broken.stdout
+
+
+JSCPD = ROOT / "lint" / "node_modules" / ".bin" / "jscpd"
+
+
+def duplicates(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(JSCPD), "--config", str(ROOT / "lint" / ".jscpd.json"), "copyedit_lsp"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_duplicated_block_fails_the_duplicate_check(tmp_path):
+    """`make lint`'s jscpd passes the package as it is and fails it with one function copied into
+    a second module."""
+    shutil.copytree(ROOT / "copyedit_lsp", tmp_path / "copyedit_lsp", ignore=shutil.ignore_patterns("__pycache__"))
+    kept = duplicates(tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    source = (tmp_path / "copyedit_lsp" / "program.py").read_text()
+    parse = source[source.index("def parse_program(") : source.index("def _copy_at(")]
+    planted = tmp_path / "copyedit_lsp" / "textedits.py"
+    planted.write_text(planted.read_text() + "\n\n" + parse.replace("parse_program", "parse_again"))
+    copied = duplicates(tmp_path)
+    assert copied.returncode != 0
+    assert "textedits.py" in copied.stdout and "program.py" in copied.stdout, copied.stdout
+
+
+def test_no_function_in_the_package_reaches_50_lines():
+    lengths = {}
+    for path in (ROOT / "copyedit_lsp").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lengths[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = node.end_lineno - node.lineno + 1
+    longest = max(lengths, key=lengths.__getitem__)
+    assert lengths[longest] < 50, f"{longest} has {lengths[longest]} lines"

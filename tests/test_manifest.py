@@ -4,20 +4,20 @@ import json
 import subprocess
 import sys
 
-from copyedit_lsp.adapters import SHIPPED
 from copyedit_lsp.bench.manifest import REPOSITORY, run_manifest, write_manifest
 from copyedit_lsp.models import MODELS
+from copyedit_lsp.selector import SHIPPED
 
 
 def test_the_manifest_names_commit_machine_model_and_adapter(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["copyedit", "bench", "edits", "humanevalfix-python", "--limit", "3"])
-    manifest = run_manifest(model="qwen2.5-coder-0.5b", adapter="default", threads=2)
+    manifest = run_manifest(model="qwen2.5-coder-0.5b", selector="default", threads=2)
     head = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "HEAD"], capture_output=True, text=True)
     assert manifest["commit"].removesuffix("-dirty") == head.stdout.strip()
     assert manifest["command"] == "copyedit bench edits humanevalfix-python --limit 3"
     assert manifest["model"]["sha256"] == MODELS["qwen2.5-coder-0.5b"].sha256
     default = next(name for name, shipped in SHIPPED.items() if shipped.model == "qwen2.5-coder-0.5b")
-    assert manifest["adapter"] == {"name": default, "sha256": SHIPPED[default].sha256}
+    assert manifest["selector"] == {"name": default, "sha256": SHIPPED[default].sha256}
     assert manifest["machine"]["cores"] >= 1 and manifest["threads"] == 2
     assert "system_info" in manifest["llama_cpp"]
     path = write_manifest(manifest, tmp_path / "runs", "edits")
@@ -25,6 +25,6 @@ def test_the_manifest_names_commit_machine_model_and_adapter(tmp_path, monkeypat
 
 
 def test_a_run_without_a_selector_or_on_a_remote_engine_names_none():
-    assert run_manifest(model="qwen2.5-coder-0.5b", adapter="none", threads=None)["adapter"] is None
-    remote = run_manifest(model="qwen2.5-coder-0.5b", adapter="default", threads=None, backend="remote")
-    assert remote["adapter"] is None and remote["backend"] == "remote"
+    assert run_manifest(model="qwen2.5-coder-0.5b", selector="none", threads=None)["selector"] is None
+    remote = run_manifest(model="qwen2.5-coder-0.5b", selector="default", threads=None, backend="remote")
+    assert remote["selector"] is None and remote["backend"] == "remote"

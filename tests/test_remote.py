@@ -1,11 +1,10 @@
-"""The remote backend against a real server process: llama-cpp-python's own completions server
-on 127.0.0.1 with the default model, next to the local decoder with the same model."""
+"""The remote backend by configuration (the CLI and the language server against llama-cpp-python's
+own completions server, tests/engines.py) and its failures against a stand-in server; the parity
+suite over the engines is tests/test_engines.py."""
 
 from __future__ import annotations
 
 import json
-import re
-import socket
 import subprocess
 import sys
 import threading
@@ -13,233 +12,41 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 import pytest_lsp
+from engines import free_port, start_engine
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_server import as_dict, ended, open_document, run_edit, start
 
 from copyedit_lsp import remote
-from copyedit_lsp.backend import Backend, Vocabulary
-from copyedit_lsp.bench.checks import die_with_parent
 from copyedit_lsp.config import Settings, updated
-from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import CUTS, DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
+from copyedit_lsp.edit import CUTS, EditOptions
 from copyedit_lsp.grammar import gen_rest_grammar
+from copyedit_lsp.llama_model import LlamaModel
 from copyedit_lsp.program import Copy, Gen, Program
-from copyedit_lsp.prompt import SourceView
-from copyedit_lsp.region import choice_names
 from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
-from copyedit_lsp.resolver import oracle_program
 from copyedit_lsp.textedits import apply_lsp_edits
 from copyedit_lsp.worker import Worker, endpoint
-
-PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` with a model, on a free port of 127.0.0.1; its log in a file."""
-
-    def __init__(self, model_path: Path, log: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log = log
-        command = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model_path),
-            "--model_alias",
-            DEFAULT_MODEL,
-            "--n_ctx",
-            "4096",
-            "--n_threads",
-            "2",
-            "--n_batch",
-            "2048",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--interrupt_requests",
-            "False",
-        ]
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=log.open("wb"), preexec_fn=die_with_parent
-        )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"the server exited: {log.read_text(errors='replace')[-2000:]}"
-            try:
-                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        raise TimeoutError("the server did not start in 180 s")
-
-    def log_size(self) -> int:
-        return self.log.stat().st_size
-
-    def prefix_hits(self, since: int) -> list[tuple[int, int]]:
-        """(reused, evaluated) prompt tokens of each request logged after byte ``since``."""
-        with self.log.open("rb") as log:
-            log.seek(since)
-            text = log.read().decode(errors="replace")
-        return [(int(a), int(b)) for a, b in PREFIX_HIT.findall(text)]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
 
 pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
 def llama_server(default_model_path, tmp_path_factory):
-    server = LlamaServer(default_model_path, tmp_path_factory.mktemp("server") / "server.log")
+    """llama-cpp-python's own completions server, without an API key (tests/engines.py)."""
+    server = start_engine(
+        "llama-cpp-python", default_model_path, tmp_path_factory.mktemp("server") / "server.log", api_key=None
+    )
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def remote_decoder(llama_server):
-    decoder = RemoteDecoder.connect(Endpoint(llama_server.url))
-    yield decoder
-    decoder.close()
-
-
-@pytest.fixture(scope="module")
 def local_decoder(default_model_path):
-    decoder = Decoder(Backend(default_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
     yield decoder
     decoder.close()
-
-
-@pytest.fixture(scope="module")
-def items():
-    return load_items("humanevalfix-python", limit=4)  # none runs out of budget (counted differently remotely)
-
-
-def test_remote_programs_and_texts_equal_the_local_decoders(remote_decoder, local_decoder, items):
-    assert remote_decoder.model == DEFAULT_MODEL  # the first model the server lists
-    copies, same = 0, []
-    for item in items:
-        # the copy check reads logits a completions server does not return: the local one is off here
-        # the programs are compared: neither gives way to a rewrite
-        here = local_decoder.edit(
-            item.before, item.instruction, EditOptions(language=item.language, copy_check=0.0, fallback=False)
-        )
-        there = remote_decoder.edit(item.before, item.instruction, EditOptions(language=item.language, fallback=False))
-        assert there.program.ops[0] == here.program.ops[0], item.id
-        same.append(there.program == here.program and there.text == here.text)
-        # a request runs through gens to the next copy: one per copy at least; at most one per op,
-        # one for the end, and one for each more line a gen that changed nothing was asked for
-        gen_lines = sum(op.text.count("\n") for op in there.program.ops if isinstance(op, Gen))
-        in_program = sum(isinstance(op, Copy) for op in there.program.ops)
-        assert in_program <= there.stats.requests <= len(there.program.ops) + 1 + gen_lines
-        copies += in_program
-    # a long free gen may part at a near tie (the server batches its evaluation differently)
-    assert sum(same) >= len(items) - 1, same
-    assert copies >= len(items)  # the model copies: the splice is exercised
-    for item in items[:2]:
-        here = local_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite", language=item.language))
-        there = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="rewrite", language=item.language))
-        assert there.text == here.text, item.id
-        assert there.stats.requests == 1
-
-
-def test_the_choice_of_a_definition_is_the_same_remotely(remote_decoder, local_decoder):
-    """The model's choice among a long file's definitions: the local decoder walks the names'
-    tokens, the server answers under a grammar of the names; greedy, the same answer."""
-    from test_loss import ROUTER
-
-    names = choice_names(ROUTER, "python", SYMPTOM_WITHOUT_NAMES)
-    assert "parse_query" in names and len(names) >= 8
-    local = local_decoder.choose(ROUTER, SYMPTOM_WITHOUT_NAMES, "python", names)
-    assert local == "parse_query"  # the base model, asked with the names quoted
-    assert remote_decoder.choose(ROUTER, SYMPTOM_WITHOUT_NAMES, "python", names) == local
-
-
-SYMPTOM_WITHOUT_NAMES = "Query strings lose everything after an equals sign in a value, like token=abc==."
-
-
-def check_forced_mode(remote: RemoteDecoder, items) -> None:
-    """Forced mode writes the oracle's script: one request for each copy and the gens before it,
-    one for the gens after the last and the program's end."""
-    for item in items[:3]:
-        program = oracle_program(item.before, item.after)
-        result = remote.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
-        assert result.program == program and result.text == item.after
-        assert result.stats.requests == sum(isinstance(op, Copy) for op in program.ops) + 1
-
-
-def test_forced_mode_writes_the_script_remotely(remote_decoder, items):
-    check_forced_mode(remote_decoder, items)
-
-
-def test_a_copy_is_spliced_by_the_servers_prefix_cache(remote_decoder, llama_server, items, default_model_path):
-    item = items[0]
-    view = SourceView.of(item.before)
-    program = Program((Copy(1, len(view.lines)),))
-    remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))  # warm the prefix
-    since = llama_server.log_size()
-    result = remote_decoder.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
-    assert result.text == item.before
-    (reused_1, evaluated_1), (reused_2, evaluated_2) = llama_server.prefix_hits(since)
-    assert reused_1 > 300 and evaluated_1 < 200  # the system prompt and examples came from the cache
-    # the request after the copy reused everything before it and evaluated the copied lines in it
-    vocabulary = Vocabulary(default_model_path)  # the server's model: the same tokenizer
-    try:
-        copied = len(vocabulary.tokenize(view.span(1, len(view.lines))))
-    finally:
-        vocabulary.close()
-    assert reused_2 >= reused_1 + evaluated_1
-    assert copied <= evaluated_2 <= copied + 2
-
-
-def test_cancelling_closes_the_stream_and_the_server_serves_on(remote_decoder, items, monkeypatch):
-    item = items[1]
-    pieces = []
-    responses: list[httpx.Response] = []
-    send = httpx.Client.send
-
-    def kept(client, request, **kwargs):
-        responses.append(send(client, request, **kwargs))
-        return responses[-1]
-
-    def stop() -> bool:
-        return len(pieces) >= 3
-
-    monkeypatch.setattr(httpx.Client, "send", kept)
-    with pytest.raises(Cancelled):
-        remote_decoder.edit(
-            item.before,
-            item.instruction,
-            EditOptions(mode="rewrite"),
-            stop=stop,
-            on_progress=lambda progress: pieces.append(progress.stats.chosen_tokens),
-        )
-    (stream,) = responses  # the one streamed request, cancelled before the answer was complete
-    assert stream.is_closed and len(pieces) == 3
-    result = remote_decoder.edit(
-        item.before, item.instruction, EditOptions(mode="forced", program=oracle_program(item.before, item.after))
-    )
-    assert result.text == item.after
-
-
-def test_a_document_longer_than_the_servers_context_is_a_clear_error(remote_decoder):
-    source = "".join(f"value_{i} = {i} * {i} + {i}\n" for i in range(1500))
-    with pytest.raises(ContextOverflow, match="context"):
-        remote_decoder.edit(source, "Rename value to v.")
 
 
 def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_path):
@@ -295,7 +102,7 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
     summary = json.loads(done.stdout)["sets"]["humanevalfix-python"]["summary"]["remote-forced"]
     assert summary["exact"] == 2 and summary["parse_rate"] == 1.0
     manifest = json.loads((tmp_path / "edits.manifest.json").read_text())
-    assert manifest["backend"] == "remote" and manifest["adapter"] is None and "--remote-url" in manifest["command"]
+    assert manifest["backend"] == "remote" and manifest["selector"] is None and "--remote-url" in manifest["command"]
 
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
@@ -388,6 +195,11 @@ class FakeServer:
 MODELS = (200, json.dumps({"data": [{"id": "m"}]}).encode(), 0.0)
 
 
+def completing(answers: list[bytes]) -> FakeServer:
+    """A server that lists the model and answers each completion request with the next of ``answers``."""
+    return FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+
+
 def sse(*texts: str) -> bytes:
     chunks = [json.dumps({"choices": [{"text": t, "finish_reason": None}]}) for t in texts]
     return "".join(f"data: {c}\n\n" for c in [*chunks, "[DONE]"]).encode()
@@ -429,7 +241,7 @@ def test_a_gen_that_changes_nothing_is_asked_for_more_lines():
     under a grammar that wants one more line, and the gen that then rewrites line 3 stands in for
     lines 2-3 (the program is complete)."""
     answers = [sse('<copy lines="1-1"/>\n'), sse("<gen>\nb = 2\n</gen>\n"), sse("c = 30\n</gen>\n")]
-    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    fake = completing(answers)
     try:
         decoder = RemoteDecoder.connect(Endpoint(fake.url))
         result = decoder.edit("a = 1\nb = 2\nc = 3\n", "Make c ten times larger.")
@@ -446,7 +258,7 @@ def test_a_request_runs_through_gens_to_the_next_copy():
     """The server may write a gen and the copy after it in one answer: both are taken, and the
     next request's prompt holds the copied lines after the tag."""
     answers = [sse('<copy lines="1-1"/>\n'), sse("<gen>\nb = 20\n</gen>\n", '<copy lines="3-3"/>\n'), sse("</program>")]
-    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    fake = completing(answers)
     try:
         decoder = RemoteDecoder.connect(Endpoint(fake.url))
         result = decoder.edit("a = 1\nb = 2\nc = 3\n", "Make b ten times larger.")
@@ -469,7 +281,7 @@ def test_a_copy_drafted_before_the_line_a_gen_reached_is_asked_again():
         sse('<copy lines="4-4"/>\n'),
         sse("</program>"),
     ]
-    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    fake = completing(answers)
     try:
         decoder = RemoteDecoder.connect(Endpoint(fake.url))
         result = decoder.edit(source, "Rename beta to BETA on its line.")
@@ -581,7 +393,7 @@ def test_a_program_that_breaks_the_syntax_gives_way_to_a_remote_rewrite():
         sse("<gen>\n  return a - b;\n</gen>\n", "</program>"),
         sse("const add = (a, b) => {\n  return a - b;\n}\n```\n"),
     ]
-    fake = FakeServer({("GET", "/v1/models"): [MODELS], ("POST", "/v1/completions"): [(200, a, 0.0) for a in answers]})
+    fake = completing(answers)
     try:
         decoder = RemoteDecoder.connect(Endpoint(fake.url))
         result = decoder.edit(source, "Subtract.", EditOptions(language="javascript"))

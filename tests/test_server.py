@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,7 @@ SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.
 # A server whose edits wait after their first progress report until the test creates this file.
 RELEASE = Path(tempfile.mkdtemp(prefix="copyedit-hold-")) / "release"
 HELD = ClientServerConfig(
-    server_command=SERVER.server_command, server_env=os.environ | {"COPYEDIT_TEST_HOLD": str(RELEASE)}
+    server_command=[sys.executable, str(Path(__file__).with_name("held_server.py")), str(RELEASE)]
 )
 TINY = {"model": "smollm2-135m", "nThreads": 2, "nCtx": 4096}
 
@@ -359,6 +358,17 @@ def _progress_token(client: LanguageClient) -> str | None:
     return None
 
 
+async def _edit_held_long(held: LanguageClient, uri: str) -> asyncio.Task:
+    """Open ``LONG`` at ``uri`` and start an edit of all of it; the task, once the edit reports progress."""
+    open_document(held, uri, LONG)
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
+    task = asyncio.create_task(
+        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
+    )
+    await _wait_for_progress(held)
+    return task
+
+
 async def _wait_for_progress(client: LanguageClient) -> str:
     for _ in range(600):
         token = _progress_token(client)
@@ -415,12 +425,7 @@ async def test_cancel_request_stops_the_edit(held):
 
 async def test_a_stale_version_is_refused(held):
     uri = "file:///tmp/stale.py"
-    open_document(held, uri, LONG)
-    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
-    task = asyncio.create_task(
-        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
-    )
-    await _wait_for_progress(held)
+    task = await _edit_held_long(held, uri)
     held.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
@@ -547,12 +552,7 @@ async def test_an_edit_of_a_closed_and_reopened_document_is_not_applied(held, re
     """didClose and didOpen at the same version number while the edit runs: the edit was made for
     the document as it was, so no workspace/applyEdit is sent and the client is told why."""
     uri = "file:///tmp/reopened.py"
-    open_document(held, uri, LONG)
-    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
-    task = asyncio.create_task(
-        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
-    )
-    await _wait_for_progress(held)
+    task = await _edit_held_long(held, uri)
     held.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     open_document(held, uri, "import os\nimport sys\n" if reopened == "other text" else LONG, version=1)
     await release(held, uri)
@@ -564,12 +564,7 @@ async def test_an_edit_of_a_closed_and_reopened_document_is_not_applied(held, re
 async def test_an_edit_of_a_document_opened_again_is_not_applied(held):
     """A second didOpen of the document while the edit runs replaces it: nothing is applied."""
     uri = "file:///tmp/opened-twice.py"
-    open_document(held, uri, LONG)
-    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 48, "character": 0}}
-    task = asyncio.create_task(
-        run_edit(held, {"uri": uri, "range": everything, "instruction": "Add a docstring to f0."})
-    )
-    await _wait_for_progress(held)
+    task = await _edit_held_long(held, uri)
     open_document(held, uri, "x = 1\n", version=1)
     await release(held, uri)
     result = await asyncio.wait_for(task, 300)

@@ -56,3 +56,19 @@ def test_the_server_checks_choices_and_bounds_from_the_same_fields():
     with pytest.raises(ValueError, match="copy_check must be at least 0 and less than 1"):
         updated(Settings(), {"copyCheck": 1.0})
     assert updated(Settings(), {"remoteTimeout": 0.5}).remote_timeout == 0.5
+
+
+def test_a_renamed_setting_is_taken_under_its_old_name_with_a_warning(tree):
+    """``adapter`` became ``selector``: the server takes the old key (the new one wins where both
+    are given) and warns; VS Code marks the old key deprecated, the extension still reads it, and
+    the READMEs list only the new name."""
+    warnings: list[str] = []
+    assert updated(Settings(), {"adapter": "none"}, warnings.append).selector == "none"
+    assert warnings == ["the setting adapter is now selector: rename it (the old name works for now)"]
+    assert updated(Settings(), {"copyedit": {"adapter": "none", "selector": "default"}}).selector == "default"
+    properties = json.loads((tree / settings_files.PACKAGE).read_text())["contributes"]["configuration"]["properties"]
+    assert "copyedit.selector" in properties and "default" not in properties["copyedit.adapter"]
+    assert "copyedit.selector" in properties["copyedit.adapter"]["markdownDeprecationMessage"]
+    assert 'key: "selector", type: "string", was: "adapter" }' in (tree / settings_files.TYPES).read_text()
+    for name in settings_files.TABLES:
+        assert "| `selector` |" in (tree / name).read_text() and "| `adapter` |" not in (tree / name).read_text()

@@ -170,9 +170,9 @@ def first_divergence(
     )
     if at >= min(len(reference), len(other)):
         return at, None, None
-    logits, _ = decoder.backend.prefill(prompt)
+    logits, _ = decoder.llama.prefill(prompt)
     for token in reference[:at]:
-        logits = decoder.backend.eval([token])
+        logits = decoder.llama.eval([token])
     return at, float(abs(logits[reference[at]] - logits[other[at]])), logits
 
 
@@ -225,18 +225,13 @@ def edits_benchmark(
     Local modes run on ``decoder``, remote modes on ``remote``. An edit that raises is recorded as
     an ``error`` row and the run goes on; ``log`` keeps each row as it is measured (and gives back
     the rows of an earlier run); ``narrow`` edits the lines each instruction concerns, not the whole text."""
-    unknown = set(modes) - set(MODES)
-    if unknown:
-        raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(MODES)}")
-    for name in modes:
-        if (remote if MODES[name].get("remote") else decoder) is None:
-            raise ValueError(f"mode {name} needs {'a remote server' if MODES[name].get('remote') else 'a local model'}")
+    _check_modes(modes, decoder, remote)
     selector = getattr(decoder, "selector", None)
     result = {
         "modes": list(modes),
         "ordered": ordered,
         "examples": examples,
-        "adapter": selector.name if selector else None,
+        "selector": selector.name if selector else None,
         "narrow": narrow,
         "sets": {},
     }
@@ -261,6 +256,16 @@ def edits_benchmark(
             _mark_divergences(decoder, items, rows, examples, regions)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
+
+
+def _check_modes(modes: Sequence[str], decoder: Editor | None, remote: Editor | None) -> None:
+    """Raise ValueError for a mode that does not exist or whose editor (local or remote) is missing."""
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(MODES)}")
+    for name in modes:
+        if (remote if MODES[name].get("remote") else decoder) is None:
+            raise ValueError(f"mode {name} needs {'a remote server' if MODES[name].get('remote') else 'a local model'}")
 
 
 def _region(item: EditItem, editor: Editor | None, narrow: bool) -> tuple[int, int]:
@@ -318,62 +323,70 @@ def summarize(rows: list[dict], modes: Sequence[str]) -> dict[str, dict]:
     """Per mode: items, exact, tests passed (of those that ran) and could not run, parse rate, median
     latency and median speedup over rewrite."""
     by_mode = {name: {r["id"]: r for r in rows if r["mode"] == name} for name in modes}
-    rewrite = by_mode.get("rewrite", {})
     summary = {}
     for name, mode_rows in by_mode.items():
         if not mode_rows:
             continue
-        every = list(mode_rows.values())
-        values = [r for r in every if "error" not in r]  # the edits that returned a result
-        tested = [r["passed"] for r in every if r["passed"] is not None]
-        entry = {
-            "items": len(every),
-            "errors": len(every) - len(values),
-            "untestable": sum(r.get("tests") == Outcome.COULD_NOT_RUN for r in every),
-            "exact": sum(r["exact"] for r in every),
-            "passed": sum(tested),
-            "tested": len(tested),
-            "median_seconds": _median(r["seconds"] for r in values),
-            "decode_steps": sum(r["decode_steps"] for r in values),
-            "output_tokens": sum(r["output_tokens"] for r in values),
-            "spliced_tokens": sum(r["spliced_tokens"] for r in values),
-            "refused": sum(r.get("refused") is not None for r in values),  # lost code: not offered
-            "lines_lost": sum(r.get("lines_lost", 0) for r in values),  # by what is offered
-        }
-        if rewrite:
-            entry["speedup_median"] = _median(
-                rewrite[i]["seconds"] / r["seconds"]
-                for i, r in mode_rows.items()
-                if "error" not in r and "error" not in rewrite.get(i, {"error": None})
-            )
-        if MODES[name]["mode"] in ("program", "forced") and values:
-            entry["parse_rate"] = sum(r["parses"] for r in values) / len(values)
-        if MODES[name]["mode"] in ("program", "forced") and not MODES[name].get("remote"):
-            entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
-            entry["constraint_share_median"] = _median(r["constraint_share"] for r in values)
-        if sum(r["drafted_tokens"] for r in values):
-            entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / sum(
-                r["drafted_tokens"] for r in values
-            )
-        if doubted := sum(r.get("doubted_copies", 0) for r in values):
-            entry["doubted_copies"] = doubted
-        if fallbacks := sum(r.get("fallback") is not None for r in values):
-            entry["fallbacks"] = fallbacks
+        entry = _mode_entry(name, mode_rows, by_mode.get("rewrite", {}))
         if local := by_mode.get(REMOTE_REFERENCES.get(name), {}):
             entry |= _against_local(name, mode_rows, local)
-        reference = by_mode.get(REFERENCES.get(name), {})
-        if reference:
-            entry["reference"] = REFERENCES[name]
-            entry["same_tokens"] = sum(
-                r["tokens"] == reference[i].get("tokens")
-                for i, r in mode_rows.items()
-                if i in reference and r in values
-            )
-            gaps = [r["divergence"]["gap"] for r in values if r.get("divergence")]
-            entry["divergence_gaps"] = sorted(gap for gap in gaps if gap is not None)
-            entry["divergent_lengths"] = sum(gap is None for gap in gaps)  # one answer stops where the other goes on
+        if reference := by_mode.get(REFERENCES.get(name), {}):
+            entry |= _against_reference(name, mode_rows, reference)
         summary[name] = entry
     return summary
+
+
+def _mode_entry(name: str, mode_rows: dict[str, dict], rewrite: dict[str, dict]) -> dict:
+    """One mode's counts, medians and shares over its rows (``rewrite``'s rows give the speedup)."""
+    every = list(mode_rows.values())
+    values = [r for r in every if "error" not in r]  # the edits that returned a result
+    tested = [r["passed"] for r in every if r["passed"] is not None]
+    entry = {
+        "items": len(every),
+        "errors": len(every) - len(values),
+        "untestable": sum(r.get("tests") == Outcome.COULD_NOT_RUN for r in every),
+        "exact": sum(r["exact"] for r in every),
+        "passed": sum(tested),
+        "tested": len(tested),
+        "median_seconds": _median(r["seconds"] for r in values),
+        "decode_steps": sum(r["decode_steps"] for r in values),
+        "output_tokens": sum(r["output_tokens"] for r in values),
+        "spliced_tokens": sum(r["spliced_tokens"] for r in values),
+        "refused": sum(r.get("refused") is not None for r in values),  # lost code: not offered
+        "lines_lost": sum(r.get("lines_lost", 0) for r in values),  # by what is offered
+    }
+    if rewrite:
+        entry["speedup_median"] = _median(
+            rewrite[i]["seconds"] / r["seconds"]
+            for i, r in mode_rows.items()
+            if "error" not in r and "error" not in rewrite.get(i, {"error": None})
+        )
+    if MODES[name]["mode"] in ("program", "forced") and values:
+        entry["parse_rate"] = sum(r["parses"] for r in values) / len(values)
+    if MODES[name]["mode"] in ("program", "forced") and not MODES[name].get("remote"):
+        entry["one_call_per_splice"] = sum(r["one_call_per_splice"] for r in values)
+        entry["constraint_share_median"] = _median(r["constraint_share"] for r in values)
+    if drafted := sum(r["drafted_tokens"] for r in values):
+        entry["accepted_share"] = sum(r["accepted_tokens"] for r in values) / drafted
+    if doubted := sum(r.get("doubted_copies", 0) for r in values):
+        entry["doubted_copies"] = doubted
+    if fallbacks := sum(r.get("fallback") is not None for r in values):
+        entry["fallbacks"] = fallbacks
+    return entry
+
+
+def _against_reference(name: str, mode_rows: dict[str, dict], reference: dict[str, dict]) -> dict:
+    """A mode's tokens against its reference mode's: how many are the same, where the others part."""
+    values = [r for r in mode_rows.values() if "error" not in r]
+    gaps = [r["divergence"]["gap"] for r in values if r.get("divergence")]
+    return {
+        "reference": REFERENCES[name],
+        "same_tokens": sum(
+            r["tokens"] == reference[i].get("tokens") for i, r in mode_rows.items() if i in reference and r in values
+        ),
+        "divergence_gaps": sorted(gap for gap in gaps if gap is not None),
+        "divergent_lengths": sum(gap is None for gap in gaps),  # one answer stops where the other goes on
+    }
 
 
 def _median(values) -> float | None:

@@ -26,43 +26,43 @@ SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 CEILING_BASIS = "peak batched tok/s over the spans / median one-at-a-time tok/s"
 
 
-def _code_tokens(backend, count: int) -> list[int]:
+def _code_tokens(model, count: int) -> list[int]:
     """The first ``count`` tokens of the HumanEvalFix ``before`` programs, concatenated."""
     text = "\n\n".join(item.before for item in load_items("humanevalfix-python"))
-    tokens = backend.tokenize(text)
+    tokens = model.tokenize(text)
     if len(tokens) < count:
         raise ValueError(f"the code text has {len(tokens)} tokens, fewer than the {count} needed")
     return tokens[:count]
 
 
-def _decode(backend, span: Sequence[int]) -> float:
+def _decode(model, span: Sequence[int]) -> float:
     """Seconds to evaluate ``span`` one token at a time, choosing a next token at each step."""
     started = time.perf_counter()
     for token in span:
-        int(np.argmax(backend.eval([token])))
+        int(np.argmax(model.eval([token])))
     return time.perf_counter() - started
 
 
-def _splice(backend, span: Sequence[int]) -> float:
+def _splice(model, span: Sequence[int]) -> float:
     """Seconds to evaluate ``span`` in one batched call, choosing the next token once."""
     started = time.perf_counter()
-    int(np.argmax(backend.eval(span)))
+    int(np.argmax(model.eval(span)))
     return time.perf_counter() - started
 
 
-def _unmerged(backend, span: Sequence[int]) -> float:
+def _unmerged(model, span: Sequence[int]) -> float:
     """Seconds to evaluate the span's first token alone, then the rest in one call."""
     started = time.perf_counter()
-    backend.eval(span[:1])
+    model.eval(span[:1])
     if len(span) > 1:
-        backend.eval(span[1:])
+        model.eval(span[1:])
     return time.perf_counter() - started
 
 
-def _verify(backend, span: Sequence[int]) -> float:
+def _verify(model, span: Sequence[int]) -> float:
     """Seconds to evaluate ``span`` in one call with logits at every position, choosing at each."""
     started = time.perf_counter()
-    np.argmax(backend.eval(span, logits_from=0), axis=1)
+    np.argmax(model.eval(span, logits_from=0), axis=1)
     return time.perf_counter() - started
 
 
@@ -90,33 +90,33 @@ def _row(span: int, samples: dict) -> dict:
     }
 
 
-def kernel_benchmark(backend, *, spans=SPANS, prefix_tokens=1024, trials=5, progress=True) -> dict:
+def kernel_benchmark(model, *, spans=SPANS, prefix_tokens=1024, trials=5, progress=True) -> dict:
     """Median decode and splice times per span after a ``prefix_tokens`` prefix (one warm-up trial first)."""
     spans = tuple(spans)
-    if backend.n_ctx < prefix_tokens + max(spans):
-        raise ValueError(f"n_ctx {backend.n_ctx} < prefix {prefix_tokens} + largest span {max(spans)}")
-    tokens = _code_tokens(backend, prefix_tokens + max(spans))
+    if model.n_ctx < prefix_tokens + max(spans):
+        raise ValueError(f"n_ctx {model.n_ctx} < prefix {prefix_tokens} + largest span {max(spans)}")
+    tokens = _code_tokens(model, prefix_tokens + max(spans))
     prefix, continuation = tokens[:prefix_tokens], tokens[prefix_tokens:]
-    backend.prefill(prefix)
+    model.prefill(prefix)
     samples = {span: {method: [] for method in METHODS} for span in spans}
     with tqdm(total=(trials + 1) * len(spans), desc="kernel", disable=not progress) as bar:
         for trial in range(trials + 1):  # trial 0 is the warm-up
             for span in spans:
                 # alternate which runs first so neither always follows the other
                 for method in METHODS if trial % 2 else METHODS[::-1]:
-                    backend.truncate(prefix_tokens)
-                    seconds = method(backend, continuation[:span])
+                    model.truncate(prefix_tokens)
+                    seconds = method(model, continuation[:span])
                     if trial:
                         samples[span][method].append(seconds)
-                backend.truncate(prefix_tokens)
+                model.truncate(prefix_tokens)
                 bar.update()
     rows = [_row(span, samples[span]) for span in spans]
     ceiling = max(row["splice_tok_s"] for row in rows) / statistics.median(row["decode_tok_s"] for row in rows)
     return {
-        "model": backend.path.stem,
-        "n_threads": backend.llama.n_threads,
-        "n_batch": backend.n_batch,
-        "n_ubatch": backend.llama.context_params.n_ubatch,
+        "model": model.path.stem,
+        "n_threads": model.llama.n_threads,
+        "n_batch": model.n_batch,
+        "n_ubatch": model.llama.context_params.n_ubatch,
         "prefix_tokens": prefix_tokens,
         "trials": trials,
         "rows": rows,

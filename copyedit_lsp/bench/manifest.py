@@ -12,17 +12,17 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..adapters import resolve_selector
 from ..models import MODELS, ModelError, resolve_model, sha256_file
+from ..selector import resolve_selector
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CPU_FLAGS = ("avx", "avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "f16c", "fma")
 
 
-def run_manifest(*, model: str | None, adapter: str | None, threads: int | None, backend: str = "local") -> dict:
+def run_manifest(*, model: str | None, selector: str | None, threads: int | None, backend: str = "local") -> dict:
     """The manifest of a run started by this process's command line: commit, date, machine, the
-    llama.cpp build, threads, the model and adapter by sha256 (None where a run has none; a
-    ``backend`` without "local" loads no adapter)."""
+    llama.cpp build, threads, the model and the span selector by sha256 (None where a run has none;
+    a ``backend`` without "local" loads no selector)."""
     return {
         "command": shlex.join(["copyedit", *sys.argv[1:]]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -32,7 +32,7 @@ def run_manifest(*, model: str | None, adapter: str | None, threads: int | None,
         "threads": threads,
         "backend": backend,
         "model": _model(model) if model else None,
-        "adapter": _adapter(adapter, model) if adapter and model and "local" in backend else None,
+        "selector": _selector(selector, model) if selector and model and "local" in backend else None,
     }
 
 
@@ -95,8 +95,8 @@ def _model(model: str) -> dict:
     return {"name": model, "sha256": sha256_file(path)}
 
 
-def _adapter(setting: str, model: str) -> dict | None:
-    """The selector the ``adapter`` setting gives ``model``, by name and sha256."""
+def _selector(setting: str, model: str) -> dict | None:
+    """The span selector the ``selector`` setting gives ``model``, by name and sha256."""
     selector = resolve_selector(setting, model if model in MODELS else "")
     if selector is None:
         return None

@@ -703,8 +703,6 @@ def build(
     """Every synthetic edit of the recipe from ``files`` (by language), in a deterministic order,
     none holding a ``forbidden`` window (:func:`forbidden_windows`); the ``module-`` kinds are
     :mod:`.modules`'."""
-    from .modules import MODULE_KINDS, module_example  # it builds on this module
-
     pools = {
         language: list(collect_regions(files.get(language, []), language, recipe))
         for language in ("python", "javascript")
@@ -726,19 +724,7 @@ def build(
             for index in order:
                 if made >= wanted:
                     break
-                path, text, regions = pool[index]
-                if kind in MODULE_KINDS:
-                    example = module_example(kind, text, language, path.name, rng)
-                elif kind == "file-bug":
-                    run = top_level_run(text, language, path.name, rng, recipe.max_file_lines)
-                    example = file_example(run, rng) if run else None
-                else:
-                    found = next(((r, e) for r in regions if (e := make_example(kind, r, rng))), None)
-                    example = found and with_context(found[1], found[0].imports, rng, recipe.context_share)
-                    if example and kind in ("bug", "bugs") and recipe.intent_share:
-                        example = with_intent(
-                            example, found[0].name, _rng(recipe.seed, "intent", example.origin), recipe.intent_share
-                        )
+                example = _example(kind, language, pool[index], rng, recipe)
                 if example is None or leaks(example, forbidden):
                     continue
                 examples.append(example)
@@ -746,6 +732,25 @@ def build(
                 if progress:
                     progress(1)
     return examples
+
+
+def _example(
+    kind: str, language: str, source: tuple[Path, str, list[Region]], rng: random.Random, recipe: Recipe
+) -> Example | None:
+    """One edit of ``kind`` drawn from ``source`` (a file's path, text and regions), or None where it has none."""
+    from .modules import MODULE_KINDS, module_example  # it builds on this module
+
+    path, text, regions = source
+    if kind in MODULE_KINDS:
+        return module_example(kind, text, language, path.name, rng)
+    if kind == "file-bug":
+        run = top_level_run(text, language, path.name, rng, recipe.max_file_lines)
+        return file_example(run, rng) if run else None
+    found = next(((r, e) for r in regions if (e := make_example(kind, r, rng))), None)
+    example = found and with_context(found[1], found[0].imports, rng, recipe.context_share)
+    if example and kind in ("bug", "bugs") and recipe.intent_share:
+        example = with_intent(example, found[0].name, _rng(recipe.seed, "intent", example.origin), recipe.intent_share)
+    return example or None
 
 
 WINDOW_LINES = 3

@@ -116,7 +116,7 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
 
 def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) -> list[dict]:
     """Each edit as tokens and loss mask (cached in ``sequences.jsonl``)."""
-    from ..backend import Vocabulary
+    from ..llama_model import Vocabulary
 
     path = plan.out / "sequences.jsonl"
     if path.exists():
@@ -210,8 +210,9 @@ def model_card(facts: dict, command: str) -> str:
     lines = [
         f"# Span selector for {facts['base_model']}",
         "",
-        f"A LoRA adapter (llama.cpp GGUF, `{facts['adapter']}`, {facts['bytes']:,} bytes, sha256 `{facts['sha256']}`) "
-        f"that teaches {facts['base_model']} to write copy/gen edit programs. Program mode uses it by default; "
+        f"A span selector: a LoRA adapter (llama.cpp GGUF, its tensors in Q8_0, `{facts['adapter']}`, {facts['bytes']:,} "
+        f"bytes, sha256 `{facts['sha256']}`) that teaches {facts['base_model']} to write copy/gen edit programs. "
+        "Program mode uses it by default; "
         f"its prompt has no few-shot examples (`examples = {facts['prompt_examples']}`).",
         "",
         "Rebuild it from scratch (the data is built from this machine's code, never committed):",
@@ -252,7 +253,7 @@ def model_card(facts: dict, command: str) -> str:
 
 def run(plan: TrainPlan, progress: bool = True) -> dict:
     """Every step of the plan; returns the card (also written to ``card.json``)."""
-    from ..backend import Vocabulary
+    from ..llama_model import Vocabulary
     from ..models import resolve_model
     from .lora import plot_loss, train
 

@@ -4,7 +4,7 @@
 export interface ServerSettings {
   model?: string;
   mode?: string;
-  adapter?: string;
+  selector?: string;
   splice?: string;
   copyCheck?: number;
   fallback?: boolean;
@@ -35,12 +35,13 @@ export interface Setting {
   exclusiveMinimum?: number;
   exclusiveMaximum?: number;
   pattern?: string;
+  was?: string; // its VS Code key before a rename, still read
 }
 
 export const SETTINGS: readonly Setting[] = [
   { name: "model", key: "model", type: "string" },
   { name: "mode", key: "mode", type: "string", choices: ["program", "rewrite", "lookup"] },
-  { name: "adapter", key: "adapter", type: "string" },
+  { name: "selector", key: "selector", type: "string", was: "adapter" },
   { name: "splice", key: "splice", type: "string", choices: ["prefill", "none"] },
   { name: "copyCheck", key: "copyCheck", type: "number", minimum: 0, exclusiveMaximum: 1 },
   { name: "fallback", key: "fallback", type: "boolean" },

@@ -10,7 +10,7 @@ import { SETTINGS } from "../src/settings";
 
 const root = path.resolve(__dirname, "..", "..");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
-const properties: Record<string, { default: unknown }> = manifest.contributes.configuration.properties;
+const properties: Record<string, { default: unknown; markdownDeprecationMessage?: string }> = manifest.contributes.configuration.properties;
 
 /** The server's defaults as camelCase keys, read from copyedit_lsp/config.py by the project's Python. */
 function serverDefaults(): Record<string, unknown> {
@@ -36,7 +36,7 @@ describe("settings -> initializationOptions", () => {
       threads: null,
       gpuLayers: -1,
       batchInvariant: true,
-      adapter: "none",
+      selector: "none",
       copyCheck: 0,
       fallback: false,
       nCtx: 8192,
@@ -48,7 +48,7 @@ describe("settings -> initializationOptions", () => {
       splice: "none",
       nGpuLayers: -1,
       batchInvariant: true,
-      adapter: "none",
+      selector: "none",
       copyCheck: 0,
       fallback: false,
       nCtx: 8192,
@@ -94,10 +94,13 @@ describe("settings -> initializationOptions", () => {
     assert.deepEqual(logic.changedSettings({ threads: 2 }), { nThreads: 2 });
   });
 
-  test("package.json declares the extension's own settings and every server setting", () => {
+  test("package.json declares the extension's own settings, every server setting and the old keys", () => {
     const own = ["copyedit.server.command", "copyedit.server.pythonPath", "copyedit.trace.server"];
     const server = SETTINGS.map((setting) => `copyedit.${setting.key}`);
-    assert.deepEqual(Object.keys(properties).sort(), [...own, ...server].sort());
+    const renamed = SETTINGS.flatMap((setting) => (setting.was ? [`copyedit.${setting.was}`] : []));
+    assert.ok(renamed.length > 0);
+    assert.deepEqual(Object.keys(properties).sort(), [...own, ...server, ...renamed].sort());
+    for (const key of renamed) assert.match(properties[key].markdownDeprecationMessage ?? "", /Renamed: use `copyedit\./);
   });
 
   test("values outside a setting's choices or bounds are omitted", () => {

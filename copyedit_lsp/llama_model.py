@@ -1,6 +1,6 @@
 """A thin layer over llama-cpp-python's low-level API: load, tokenize, eval a batch, logits, KV truncate.
 
-The KV cache holds one sequence; :class:`Backend` mirrors its tokens so a new prompt reuses the
+The KV cache holds one sequence; :class:`LlamaModel` mirrors its tokens so a new prompt reuses the
 longest common prefix with what is cached (the prompt-prefix cache).
 """
 
@@ -20,13 +20,13 @@ import numpy as np
 from .models import check_gguf
 
 
-class BackendError(RuntimeError):
+class LlamaModelError(RuntimeError):
     """The model could not be loaded or evaluated."""
 
 
 @dataclass
 class EvalCounters:
-    """Work done by the backend: llama_decode calls, tokens evaluated, seconds spent."""
+    """Work done by the model: llama_decode calls, tokens evaluated, seconds spent."""
 
     calls: int = 0
     tokens: int = 0
@@ -58,7 +58,7 @@ def _quiet_stderr():
 # the one-row kernel. Read once per process, at the first matmul.
 TILED_MATMUL_VARIABLE = "GGML_CPU_TILED_MM"
 
-# The context a growable backend starts with, and the step it grows by (tokens).
+# The context a growable model starts with, and the step it grows by (tokens).
 FIRST_CONTEXT = 4096
 
 
@@ -89,7 +89,7 @@ def _model_params(**values):
         C.llama_model_default_params = default
 
 
-class Backend:
+class LlamaModel:
     """One loaded model and its single-sequence KV cache.
 
     ``batch_invariant`` makes a token's logits the same bits however the tokens before it were
@@ -142,7 +142,7 @@ class Backend:
         if batch_invariant:
             try:
                 self._check_batch_invariance()
-            except BackendError:
+            except LlamaModelError:
                 self.close()
                 raise
 
@@ -183,7 +183,7 @@ class Backend:
         self.llama.close()
 
     def _check_batch_invariance(self, length: int = 16) -> None:
-        """Evaluate a probe in one batch and one token at a time: BackendError unless the bits agree."""
+        """Evaluate a probe in one batch and one token at a time: LlamaModelError unless the bits agree."""
         probe = self.tokenize("def probe(values):\n    return sorted(set(values))[:3]\n" * 2)[:length]
         batched = self.eval(probe, logits_from=0)
         self.truncate(0)
@@ -191,7 +191,7 @@ class Backend:
         self.truncate(0)
         self.counters = EvalCounters()
         if not np.array_equal(batched, single):
-            raise BackendError(
+            raise LlamaModelError(
                 f"llama.cpp's logits depend on batching here although batch invariance was asked for: "
                 f"{TILED_MATMUL_VARIABLE} is read at the process's first evaluation, so ask for batch "
                 f"invariance before any model is used (restart the server)"
@@ -216,16 +216,16 @@ class Backend:
         else:
             if path not in self._adapters:
                 if not path.is_file():
-                    raise BackendError(f"no LoRA adapter at {path}")
+                    raise LlamaModelError(f"no LoRA adapter at {path}")
                 with _quiet_stderr():
                     adapter = C.llama_adapter_lora_init(self.llama.model, str(path).encode())
                 if not adapter:
-                    raise BackendError(f"llama.cpp could not load the LoRA adapter {path} for {self.path.name}")
+                    raise LlamaModelError(f"llama.cpp could not load the LoRA adapter {path} for {self.path.name}")
                 self._adapters[path] = adapter
             adapters = (C.llama_adapter_lora_p_ctypes * 1)(self._adapters[path])
             status = C.llama_set_adapters_lora(self._ctx, adapters, 1, (ctypes.c_float * 1)(1.0))
         if status != 0:
-            raise BackendError(f"llama.cpp could not set the LoRA adapter {path} (status {status})")
+            raise LlamaModelError(f"llama.cpp could not set the LoRA adapter {path} (status {status})")
         self.truncate(0)
         self.adapter = path
 
@@ -283,9 +283,9 @@ class Backend:
         """Evaluate ``tokens`` in batches of n_batch; the logits of the ``wanted`` rows, in order,
         copied once into one array."""
         if not tokens:
-            raise BackendError("nothing to evaluate")
+            raise LlamaModelError("nothing to evaluate")
         if len(self.cached) + len(tokens) > self.n_ctx:
-            raise BackendError(f"the context of {self.n_ctx} tokens is full")
+            raise LlamaModelError(f"the context of {self.n_ctx} tokens is full")
         C = self._C
         block = np.empty((sum(map(bool, wanted)), self.n_vocab), dtype=np.float32)
         filled = 0
@@ -303,7 +303,7 @@ class Backend:
                 batch.logits[i] = bool(wanted[offset + i])
             status = C.llama_decode(self._ctx, batch)
             if status != 0:
-                raise BackendError(f"llama_decode failed with status {status}")
+                raise LlamaModelError(f"llama_decode failed with status {status}")
             self.cached.extend(chunk)
             self.counters.calls += 1
             for i in range(len(chunk)):
@@ -332,7 +332,7 @@ class Backend:
         with _quiet_stderr():
             restored = C.llama_state_seq_set_data(self._ctx, buffer, len(snapshot.state), 0)
         if snapshot.state and not restored:
-            raise BackendError("llama.cpp could not restore a saved KV cache")
+            raise LlamaModelError("llama.cpp could not restore a saved KV cache")
         self.cached = list(snapshot.tokens)
 
     def prefill(self, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
@@ -372,7 +372,7 @@ class Vocabulary:
         with _quiet_stderr():
             self._model = C.llama_model_load_from_file(str(path).encode(), params)
         if not self._model:
-            raise BackendError(f"llama.cpp could not load the vocabulary of {path}")
+            raise LlamaModelError(f"llama.cpp could not load the vocabulary of {path}")
         self._C = C
         self.vocab = C.llama_model_get_vocab(self._model)  # llama.cpp's handle, for its own samplers
 
@@ -395,7 +395,7 @@ class Vocabulary:
         tokens = (self._C.llama_token * (len(data) + 8))()
         n = self._C.llama_tokenize(self.vocab, data, len(data), tokens, len(tokens), False, special)
         if n < 0:
-            raise BackendError("llama.cpp could not tokenize the text")
+            raise LlamaModelError("llama.cpp could not tokenize the text")
         return list(tokens[:n])
 
     def piece(self, token: int) -> bytes:
@@ -409,9 +409,9 @@ class Vocabulary:
 
 
 def _require_batch_invariance() -> None:
-    """Make llama.cpp's matrix products batch-invariant, or BackendError where its build cannot."""
+    """Make llama.cpp's matrix products batch-invariant, or LlamaModelError where its build cannot."""
     if "LLAMAFILE = 1" in llama_system_info():
-        raise BackendError(
+        raise LlamaModelError(
             "batch-invariant evaluation needs llama-cpp-python built without llamafile's sgemm "
             "(CMAKE_ARGS=-DGGML_LLAMAFILE=OFF; `make exact` builds one in .venv-exact)"
         )
@@ -428,7 +428,7 @@ def _load_llama(
     n_ubatch: int,
     batch_invariant: bool,
 ):
-    """llama-cpp-python's model and context for ``path``; BackendError when llama.cpp cannot load it."""
+    """llama-cpp-python's model and context for ``path``; LlamaModelError when llama.cpp cannot load it."""
     import llama_cpp
 
     threads = n_threads or max(1, os.cpu_count() or 1)
@@ -449,4 +449,4 @@ def _load_llama(
                 verbose=True,
             )
     except Exception as error:  # llama.cpp reports a bad file only as "failed to load"
-        raise BackendError(f"llama.cpp could not load {path}: {error}") from error
+        raise LlamaModelError(f"llama.cpp could not load {path}: {error}") from error
