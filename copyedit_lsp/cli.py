@@ -394,6 +394,25 @@ def cmd_bench_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_apply(args: argparse.Namespace) -> int:
+    """``copyedit bench apply``: changes built from gold edits in every form, merged, scored."""
+    import json
+    from pathlib import Path
+
+    from .bench import apply
+
+    sets = _load_sources(args, seed=args.seed)
+    result = apply.apply_benchmark(sets, forms=args.forms.split(","), seed=args.seed or 0, progress=not args.json)
+    paths = apply.write_outputs(result, Path(args.out), args.name)
+    _write_manifest(args, args.name, selector=False)
+    if args.json:
+        print(json.dumps({name: data["summary"] for name, data in result["sets"].items()}, indent=2))
+    else:
+        print(apply.format_tables(result))
+    print(f"wrote {', '.join(map(str, paths))}", file=sys.stderr)
+    return 0
+
+
 def cmd_bench_edits(args: argparse.Namespace) -> int:
     """``copyedit bench edits``: every mode on real edits, interleaved; tables, JSON, chart, bound table."""
     from pathlib import Path
@@ -647,8 +666,22 @@ def _add_apply_command(commands) -> None:
     apply.set_defaults(func=cmd_apply)
 
 
+def _add_bench_apply_command(bench) -> None:
+    """``bench apply``."""
+    apply = bench.add_parser(
+        "apply", help="changes built from gold edits (snippet, search/replace, diff, file), merged"
+    )
+    _add_source_arguments(apply, default=["humanevalfix-python-files", "humanevalfix-js-files"])
+    apply.add_argument("--forms", default="snippet,search-replace,diff,file", help="comma-separated change forms")
+    apply.add_argument("--seed", type=int, help="shuffle each set's items with this seed; it draws the changes too")
+    apply.add_argument("--out", default="bench-results", help="folder for the JSON and Markdown outputs")
+    apply.add_argument("--name", default="apply", help="file name stem of the outputs")
+    apply.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    apply.set_defaults(func=cmd_bench_apply)
+
+
 def _add_bench_commands(bench) -> None:
-    """``bench kernel``, ``edits``, ``check-gold``, ``formats``, ``lsp`` and ``index``."""
+    """``bench kernel``, ``edits``, ``apply``, ``check-gold``, ``formats``, ``lsp`` and ``index``."""
     from .edit import DEFAULT_MODEL
 
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
@@ -688,6 +721,8 @@ def _add_bench_commands(bench) -> None:
     lsp.add_argument("--out", default="bench-results", help="folder for lsp.json")
     lsp.add_argument("--json", action="store_true")
     lsp.set_defaults(func=cmd_bench_lsp)
+
+    _add_bench_apply_command(bench)
 
     index = bench.add_parser(
         "index", help="rewrite docs/README.md's list of runs and the README's figures from the runs and manifests"

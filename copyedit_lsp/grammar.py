@@ -9,6 +9,8 @@ from pathlib import Path
 
 GRAMMAR_FILE = "copyedit.gbnf"
 _NUM_RULE = re.compile(r"^num\s*::=.*$", re.MULTILINE)
+_CNUM_RULE = re.compile(r"^cnum\s*::=.*$", re.MULTILINE)
+_OP_RULE = re.compile(r"^op\s*::=.*$", re.MULTILINE)
 
 
 def grammar_path() -> Path:
@@ -64,9 +66,14 @@ def number_rule(n: int) -> str:
     return range_rule(1, n)
 
 
-def instantiate(n_lines: int) -> str:
-    """The GBNF for programs over a document of ``n_lines`` lines (copies inside 1..n)."""
-    return _NUM_RULE.sub(lambda _: f"num ::= {number_rule(n_lines)}", grammar_template(), count=1)
+def instantiate(n_lines: int, n_change: int = 0) -> str:
+    """The GBNF for programs over a document of ``n_lines`` lines (copies inside 1..n); with
+    ``n_change`` change lines, for apply programs (change copies inside 1..m)."""
+    grammar = _NUM_RULE.sub(lambda _: f"num ::= {number_rule(n_lines)}", grammar_template(), count=1)
+    if n_change:
+        grammar = _CNUM_RULE.sub(lambda _: f"cnum ::= {number_rule(n_change)}", grammar, count=1)
+        grammar = _OP_RULE.sub("op       ::= copy | change-copy | gen", grammar, count=1)
+    return grammar
 
 
 def _reachable(prefix: int, width: int, lo: int, hi: int) -> bool:

@@ -9,6 +9,9 @@ The text form (normative grammar: ``grammars/copyedit.gbnf``)::
     </gen>
     </program>
 
+An apply program (a change merged into a file, :mod:`~copyedit_lsp.change`) copies from two
+sources: ``<copy lines="I-J"/>`` the file's lines, ``<copy change="I-J"/>`` the change's.
+
 A gen's text is whole lines (each ending in ``\\n``, ``\\r\\n`` or ``\\r``); only the last op
 of a program may be a gen whose text does not end with a line break (the end of a
 document without a final newline).  Reserved strings inside documents and gen texts
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 PROGRAM_OPEN = "<program>\n"
 PROGRAM_CLOSE = "</program>"
 COPY_OPEN = '<copy lines="'
+CHANGE_COPY_OPEN = '<copy change="'
 COPY_CLOSE = '"/>\n'
 GEN_OPEN = "<gen>\n"
 GEN_CLOSE = "</gen>\n"
@@ -77,6 +81,17 @@ class Copy:
 
 
 @dataclass(frozen=True)
+class ChangeCopy:
+    """Keep change lines ``start``..``end`` (1-based, inclusive) verbatim (apply programs only)."""
+
+    start: int
+    end: int
+
+    def to_text(self) -> str:
+        return f"{CHANGE_COPY_OPEN}{self.start}-{self.end}{COPY_CLOSE}"
+
+
+@dataclass(frozen=True)
 class Gen:
     """Emit ``text`` (whole new lines) verbatim."""
 
@@ -86,14 +101,15 @@ class Gen:
         return f"{GEN_OPEN}{escape(self.text)}{GEN_CLOSE}"
 
 
-Op = Copy | Gen
+Op = Copy | ChangeCopy | Gen
 
 
 def op_kind(op: Op | None) -> str:
-    """The piece that opens ``op`` in a program: ``copy``, ``gen``, or ``end`` after the last op (None)."""
+    """The piece that opens ``op`` in a program: ``copy``, ``change`` (a change copy), ``gen``, or
+    ``end`` after the last op (None)."""
     if op is None:
         return "end"
-    return "copy" if isinstance(op, Copy) else "gen"
+    return "copy" if isinstance(op, Copy) else "change" if isinstance(op, ChangeCopy) else "gen"
 
 
 def ends_with_line_break(text: str) -> bool:
@@ -110,14 +126,16 @@ class Program:
         """The program's text form, as the model writes it."""
         return PROGRAM_OPEN + "".join(op.to_text() for op in self.ops) + PROGRAM_CLOSE
 
-    def validate(self, n_lines: int) -> None:
-        """Raise :class:`ProgramError` naming the first op that is invalid for ``n_lines`` input lines."""
+    def validate(self, n_lines: int, n_change: int = 0) -> None:
+        """Raise :class:`ProgramError` naming the first op that is invalid for ``n_lines`` input
+        lines and ``n_change`` change lines (none: no change copy is valid)."""
         for i, op in enumerate(self.ops):
-            if isinstance(op, Copy):
+            if isinstance(op, Copy | ChangeCopy):
+                source, n = ("lines", n_lines) if isinstance(op, Copy) else ("change lines", n_change)
                 if op.start > op.end:
                     raise ProgramError(f"copy start {op.start} > end {op.end}", op_index=i)
-                if not 1 <= op.start <= op.end <= n_lines:
-                    raise ProgramError(f"copy of lines {op.start}-{op.end} is outside 1..{n_lines}", op_index=i)
+                if not 1 <= op.start <= op.end <= n:
+                    raise ProgramError(f"copy of {source} {op.start}-{op.end} is outside 1..{n}", op_index=i)
             elif not op.text:
                 raise ProgramError("empty gen", op_index=i)
             elif not ends_with_line_break(op.text) and i != len(self.ops) - 1:
@@ -145,8 +163,9 @@ def _number(text: str, pos: int, op_index: int) -> tuple[int, int]:
     return int(m.group()), m.end()
 
 
-def parse_program(text: str, n_lines: int | None = None) -> Program:
-    """Parse a program's text form strictly; with ``n_lines``, also check every copy's range.
+def parse_program(text: str, n_lines: int | None = None, n_change: int = 0) -> Program:
+    """Parse a program's text form strictly; with ``n_lines``, also check every copy's range
+    (of the file's lines, and of ``n_change`` change lines: none, no change copy).
 
     Raises :class:`ProgramError` (and nothing else) on any malformed program.
     """
@@ -161,6 +180,8 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
         op: Op
         if text.startswith(COPY_OPEN, pos):
             op, pos = _copy_at(text, pos, i)
+        elif text.startswith(CHANGE_COPY_OPEN, pos):
+            op, pos = _copy_at(text, pos, i, change=True)
         elif text.startswith(GEN_OPEN, pos):
             op, pos = _gen_at(text, pos, i)
         else:
@@ -175,19 +196,19 @@ def parse_program(text: str, n_lines: int | None = None) -> Program:
         raise ProgramError(f"text after '</program>': {text[pos : pos + 10]!r}", offset=pos)
     program = Program(tuple(ops))
     if n_lines is not None:
-        program.validate(n_lines)
+        program.validate(n_lines, n_change)
     return program
 
 
-def _copy_at(text: str, pos: int, i: int) -> tuple[Copy, int]:
-    """The copy op ``i`` at ``pos`` and the offset after it."""
-    start, pos = _number(text, pos + len(COPY_OPEN), i)
+def _copy_at(text: str, pos: int, i: int, *, change: bool = False) -> tuple[Copy | ChangeCopy, int]:
+    """The copy op ``i`` at ``pos`` (of the change's lines with ``change``) and the offset after it."""
+    start, pos = _number(text, pos + len(CHANGE_COPY_OPEN if change else COPY_OPEN), i)
     pos = _expect(text, pos, "-", i)
     end, pos = _number(text, pos, i)
     pos = _expect(text, pos, COPY_CLOSE, i)
     if start > end:
         raise ProgramError(f"copy start {start} > end {end}", offset=pos, op_index=i)
-    return Copy(start, end), pos
+    return (ChangeCopy if change else Copy)(start, end), pos
 
 
 def _gen_at(text: str, pos: int, i: int) -> tuple[Gen, int]:

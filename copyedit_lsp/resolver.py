@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .program import Copy, Gen, Op, Program
+from .program import ChangeCopy, Copy, Gen, Op, Program
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -20,14 +21,40 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
-def resolve(program: Program, text: str) -> str:
-    """The edited text: the concatenation of every op's output over the lines of ``text``.
+def resolve(program: Program, text: str, change: Sequence[str] = ()) -> str:
+    """The edited text: the concatenation of every op's output over the lines of ``text`` (and,
+    for an apply program, the ``change``'s lines).
 
     Raises :class:`~copyedit_lsp.program.ProgramError` naming the first invalid op.
     """
     lines = split_lines(text)
-    program.validate(len(lines))
-    return "".join("".join(lines[op.start - 1 : op.end]) if isinstance(op, Copy) else op.text for op in program.ops)
+    program.validate(len(lines), len(change))
+    return "".join(_output(op, lines, change) for op in program.ops)
+
+
+def _output(op: Op, lines: Sequence[str], change: Sequence[str]) -> str:
+    """What one op writes: file lines, change lines or its own text."""
+    if isinstance(op, Copy):
+        return "".join(lines[op.start - 1 : op.end])
+    if isinstance(op, ChangeCopy):
+        return "".join(change[op.start - 1 : op.end])
+    return op.text
+
+
+#: Where an output line came from: ("file", line), ("change", line) (1-based), or ("gen", None).
+Source = tuple[str, int | None]
+
+
+def sources(program: Program, change: Sequence[str] = ()) -> list[Source]:
+    """Where each line the program writes comes from, in order (a program valid for its inputs)."""
+    found: list[Source] = []
+    for op in program.ops:
+        if isinstance(op, Copy | ChangeCopy):
+            kind = "file" if isinstance(op, Copy) else "change"
+            found += [(kind, line) for line in range(op.start, op.end + 1)]
+        else:
+            found += [("gen", None)] * len(split_lines(op.text))
+    return found
 
 
 def oracle_program(before: str, after: str) -> Program:
@@ -43,13 +70,32 @@ def oracle_program(before: str, after: str) -> Program:
     return Program(tuple(merged(ops)))
 
 
+def oracle_apply_program(before: str, after: str, change: Sequence[str]) -> Program:
+    """A shortest apply program that turns ``before`` into ``after`` given the ``change``'s lines:
+    copies of the file where ``after`` keeps it (a line diff), then copies of the change where the
+    rest is the change's, gens for what is in neither."""
+    a, b = split_lines(before), split_lines(after)
+    ops: list[Op] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append(Copy(i1 + 1, i2))
+        elif j2 > j1:
+            new = b[j1:j2]
+            for kind, c1, c2, k1, k2 in difflib.SequenceMatcher(None, list(change), new, autojunk=False).get_opcodes():
+                if kind == "equal":
+                    ops.append(ChangeCopy(c1 + 1, c2))
+                elif k2 > k1:
+                    ops.append(Gen("".join(new[k1:k2])))
+    return Program(tuple(merged(ops)))
+
+
 def merged(ops: list[Op]) -> list[Op]:
-    """Merge adjacent copies of consecutive lines and adjacent gens."""
+    """Merge adjacent copies of consecutive lines (of one source) and adjacent gens."""
     merged: list[Op] = []
     for op in ops:
         last = merged[-1] if merged else None
-        if isinstance(op, Copy) and isinstance(last, Copy) and last.end + 1 == op.start:
-            merged[-1] = Copy(last.start, op.end)
+        if isinstance(op, Copy | ChangeCopy) and type(last) is type(op) and last.end + 1 == op.start:
+            merged[-1] = type(op)(last.start, op.end)
         elif isinstance(op, Gen) and isinstance(last, Gen):
             merged[-1] = Gen(last.text + op.text)
         else:
@@ -69,15 +115,15 @@ class LineEdit:
     new_text: str
 
 
-def text_edits(program: Program, text: str) -> list[LineEdit]:
-    """The minimal line edits that turn ``text`` into ``resolve(program, text)``.
+def text_edits(program: Program, text: str, change: Sequence[str] = ()) -> list[LineEdit]:
+    """The minimal line edits that turn ``text`` into ``resolve(program, text, change)``.
 
     Copies that keep input order are no-ops; the input lines between two of them are
     replaced by the ops' output in between, less the lines that stay equal at either edge.
     A copy that goes backwards is emitted as text.  Edits are sorted and do not overlap.
     """
     lines = split_lines(text)
-    program.validate(len(lines))
+    program.validate(len(lines), len(change))
     edits: list[LineEdit] = []
     cursor = 0  # next input line (0-based) not yet kept or replaced
     pending: list[str] = []  # output lines since the last kept copy
@@ -93,7 +139,7 @@ def text_edits(program: Program, text: str) -> list[LineEdit]:
             flush(op.start - 1)
             cursor = op.end
         else:
-            pending.append("".join(lines[op.start - 1 : op.end]) if isinstance(op, Copy) else op.text)
+            pending.append(_output(op, lines, change))
     flush(len(lines))
     return edits
 

@@ -1,0 +1,205 @@
+"""The deterministic merge: a change placed in the file by anchor matching, as the tools people use
+today do it, with their fuzzy rules; the baseline an apply model is measured against.
+
+Search/replace blocks and diff hunks are found by their anchor lines: exactly, else ignoring
+trailing whitespace, else ignoring indentation (the replacement re-indented by the same amount);
+a diff's ``@@`` line numbers only choose among several matches. A snippet's parts (the runs of
+lines between its elision markers) are placed in order, each over the file lines from its first
+to its last line found in the file; the file's code around them is kept. What cannot be placed,
+or matches more than one place, is named in :attr:`Merged.unplaced`, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from .change import Change, Piece
+from .program import Program
+from .resolver import oracle_apply_program, split_lines
+
+_HUNK_START = re.compile(r"^@@ -(\d+)")
+_WORD = re.compile(r"\w+")
+EDGE = 3  # file lines before (after) a snippet that does not begin (end) with a marker: replaced
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merge: the merged text as an apply program (None where nothing was placed) and the
+    parts of the change that could not be placed, each named with why."""
+
+    program: Program | None
+    text: str
+    unplaced: tuple[str, ...] = ()
+
+
+def merge(text: str, change: Change) -> Merged:
+    """``change`` merged into ``text`` by the rules above."""
+    lines = split_lines(text)
+    unplaced: list[str] = []
+    if change.form == "file":
+        merged, placed = [line.text for line in change.lines], 1
+    elif change.form == "snippet":
+        merged, placed, unplaced = _snippet(lines, change)
+    else:
+        merged, placed, unplaced = _pieces(lines, change)
+    after = "".join(merged)
+    if not placed:
+        return Merged(None, text, tuple(unplaced))
+    program = oracle_apply_program(text, after, [line.text for line in change.lines])
+    return Merged(program, after, tuple(unplaced))
+
+
+def anchors(line: str) -> bool:
+    """A line that can anchor a match: two words or more and five letters or digits (not a blank
+    line, a bracket, ``break;`` or ``x = 1``)."""
+    return len(_WORD.findall(line)) >= 2 and sum(c.isalnum() for c in line) >= 5
+
+
+def _shift(ours: str, theirs: str) -> str:
+    """The indentation that turns the change's line ``theirs`` into the file's ``ours``: a
+    prefix to add, or as ``-X`` one to remove ("" for none)."""
+    mine, given = ours[: len(ours) - len(ours.lstrip())], theirs[: len(theirs) - len(theirs.lstrip())]
+    if mine.endswith(given):
+        return mine.removesuffix(given)
+    return "-" + given.removesuffix(mine) if given.endswith(mine) else ""
+
+
+def _find(lines: list[str], anchor: tuple[str, ...], hint: int | None) -> tuple[int, str] | str:
+    """Where ``anchor`` is in ``lines`` (0-based) and the indentation to add to the replacement
+    (removed where it starts with "-"), or why it is not found once."""
+    n = len(anchor)
+    for same in (str.__eq__, lambda a, b: a.rstrip() == b.rstrip(), lambda a, b: a.strip() == b.strip()):
+        found = [i for i in range(len(lines) - n + 1) if all(same(lines[i + k], anchor[k]) for k in range(n))]
+        if len(found) > 1 and hint is not None:
+            found = [min(found, key=lambda i: abs(i - hint))]
+        if len(found) == 1:
+            first = next((k for k in range(n) if anchor[k].strip()), 0)
+            return found[0], _shift(lines[found[0] + first], anchor[first])
+        if len(found) > 1:
+            return f"matches {len(found)} places (lines {', '.join(str(i + 1) for i in found[:5])})"
+    return "matches nowhere in the file"
+
+
+def _shifted(text: str, shift: str) -> str:
+    """``text`` re-indented: ``shift`` added to each non-blank line, or, as ``-X``, X removed."""
+    if not shift:
+        return text
+    if shift.startswith("-"):
+        return text.removeprefix(shift[1:]) if text.strip() else text
+    return shift + text if text.strip() else text
+
+
+def _pieces(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
+    """Search/replace blocks or diff hunks placed by their anchors; the rest of the file kept."""
+    kind = "block" if change.form == "search-replace" else "hunk"
+    placed: list[tuple[int, int, list[str]]] = []
+    unplaced = []
+    for number, piece in enumerate(change.pieces, 1):
+        where = _place(lines, piece)
+        if isinstance(where, str):
+            unplaced.append(f"{kind} {number} ({_first_line(piece, change)}): {where}")
+            continue
+        start, shift = where
+        new = [_shifted(line.text, shift) for line in change.lines[piece.first - 1 : piece.last]]
+        overlap = next((p for p in placed if p[0] < start + len(piece.anchor) and start < p[1]), None)
+        if overlap is not None:
+            unplaced.append(f"{kind} {number} ({_first_line(piece, change)}): overlaps another at line {start + 1}")
+            continue
+        placed.append((start, start + len(piece.anchor), new))
+    merged, cursor = [], 0
+    for start, end, new in sorted(placed):
+        merged += lines[cursor:start] + new
+        cursor = end
+    return merged + lines[cursor:], len(placed), unplaced
+
+
+def _place(lines: list[str], piece: Piece) -> tuple[int, str] | str:
+    """Where a piece's anchor is (and the indentation shift), or why not."""
+    hint = int(match[1]) - 1 if (match := _HUNK_START.match(piece.header)) else None
+    if not piece.anchor:  # a hunk of added lines only: its line number is all there is
+        return (min(hint, len(lines)), "") if hint is not None else "has no context lines to find"
+    return _find(lines, piece.anchor, hint)
+
+
+def _first_line(piece: Piece, change: Change) -> str:
+    """A piece named by its first anchor line (or its first new line), cut short."""
+    line = next((a for a in piece.anchor if a.strip()), None) or change.text(piece.first, piece.first)
+    return repr(line.strip()[:40])
+
+
+def _snippet(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
+    """Each part of a snippet (between markers) over the file lines from its first to its last
+    line found there (past the previous part); the file's lines around the parts kept, but for
+    the few (:data:`EDGE`) before a first part no marker precedes, or after a last part no marker
+    follows: the snippet shows the file's start or end there."""
+    parts: list[list[str]] = [[]]
+    for line in change.lines:
+        if line.marker:
+            parts.append([])
+        else:
+            parts[-1].append(line.text)
+    marked = any(line.marker for line in change.lines)
+    merged: list[str] = []
+    cursor, placed, unplaced = 0, 0, []
+    shown = [p for p in parts if any(anchors(line) for line in p)]
+    for number, part in enumerate(shown, 1):
+        where = _span(lines, cursor, part)
+        if where is None:
+            named = next(line for line in part if anchors(line)).strip()[:40]
+            unplaced.append(f"part {number} ({named!r}): matches nowhere in the file")
+            continue
+        start, end, shift = where
+        if marked and part is parts[0] and start <= EDGE:
+            start = 0
+        if marked and part is parts[-1] and len(lines) - end <= EDGE:
+            end = len(lines)
+        merged += lines[cursor:start] + [_shifted(line, shift) for line in part]
+        cursor, placed = end, placed + 1
+    return merged + lines[cursor:], placed, unplaced
+
+
+def _span(lines: list[str], cursor: int, part: list[str]) -> tuple[int, int, str] | None:
+    """The file lines (from ``cursor``) a snippet part stands for, and its indentation shift:
+    from the first to the last of its lines found there (blank and bracket lines never anchor),
+    widened over the file lines next to them that its unmatched first and last lines rewrite."""
+    rest = [line.strip() for line in lines[cursor:]]
+    matcher = difflib.SequenceMatcher(
+        lambda line: not anchors(line), rest, [line.strip() for line in part], autojunk=False
+    )
+    blocks = [b for b in matcher.get_matching_blocks() if b.size and any(anchors(x) for x in part[b.b : b.b + b.size])]
+    if not blocks:
+        return None
+    # the block of most anchoring lines, and the blocks next to it no farther apart in the file
+    # than in the part (plus what the part may rewrite between them)
+    core = max(
+        range(len(blocks)), key=lambda i: sum(anchors(x) for x in part[blocks[i].b : blocks[i].b + blocks[i].size])
+    )
+    first = last = core
+    while first > 0 and _near(blocks[first - 1], blocks[first]):
+        first -= 1
+    while last < len(blocks) - 1 and _near(blocks[last], blocks[last + 1]):
+        last += 1
+    blocks = blocks[first : last + 1]
+    start, end = cursor + blocks[0].a, cursor + blocks[-1].a + blocks[-1].size
+    above, below = blocks[0].b, blocks[-1].b + blocks[-1].size  # part lines before and after the matches
+    while above and start > cursor and _rewrites(part[above - 1], lines[start - 1]):
+        above, start = above - 1, start - 1
+    while below < len(part) and end < len(lines) and _rewrites(part[below], lines[end]):
+        below, end = below + 1, end + 1
+    return start, end, _shift(lines[cursor + blocks[0].a], part[blocks[0].b])
+
+
+def _near(upper: difflib.Match, lower: difflib.Match) -> bool:
+    """Whether two matched blocks are as far apart in the file as in the part, give or take the
+    lines the part rewrites between them."""
+    file_gap, part_gap = lower.a - upper.a - upper.size, lower.b - upper.b - upper.size
+    return 0 <= file_gap <= 2 * part_gap + 3
+
+
+def _rewrites(new: str, old: str) -> bool:
+    """Whether the change's line ``new`` reads as a rewrite of the file's line ``old``."""
+    if not (anchors(new) and anchors(old)):
+        return new.strip() == old.strip()
+    return difflib.SequenceMatcher(None, old.strip(), new.strip()).ratio() >= 0.6
