@@ -3,8 +3,16 @@
 pygls (2.x) reads stdio with a reader that dies on a huge ``Content-Length`` and goes deaf after a
 bad one, answers malformed JSON-RPC by logging it or not at all, and cancels a command's result
 future but never its task. The server needs every message answered and a cancel that stops the
-model. Where pygls has no public hook, the override below names the private member it relies on;
-``pygls`` is pinned in pyproject.toml and tests/test_protocol.py covers each one.
+model. Where pygls has no public hook, this module relies on a private member, and nowhere else
+does: ``pygls`` is pinned in pyproject.toml, and tests/test_protocol.py covers each one.
+
+* ``LanguageServerProtocol._handle_request`` (wrapped: the request's id in :data:`request_id`)
+  and ``._handle_cancel_notification`` (wrapped: the request's stop flag set);
+* ``._send_data`` and ``._converter`` (an error answer for a message pygls cannot structure),
+  ``._shutdown`` (requests after ``shutdown``), ``._request_futures`` (an id still running),
+  ``._server`` (the server whose stop flags a cancel sets);
+* ``LanguageServer._stop_event`` and ``._server`` (set as pygls's own ``start_io`` and
+  ``start_tcp`` set them, for its ``shutdown``).
 """
 
 from __future__ import annotations

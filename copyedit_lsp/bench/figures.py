@@ -36,7 +36,7 @@ FIGURES = (
 
 
 def figures_table(docs: Path) -> str:
-    """The Markdown table of :data:`FIGURES`: tests passed per mode (the better of program and
+    """The Markdown table of :data:`FIGURES`: tests passed per mode, of the items whose tests ran (the better of program and
     rewrite in bold), program mode's median speedup over rewrite, and a link to the run (its
     commit), the links' definitions below the table."""
     rows = ["| set | model | selector | program | rewrite | forced | speed | run |"]
@@ -49,7 +49,7 @@ def figures_table(docs: Path) -> str:
         cells = []
         for mode in MODES:
             count = f"**{passed[mode]}**" if mode != "forced" and passed.get(mode) == best else str(passed.get(mode))
-            cells.append(f"{count}/{summary[mode]['items']}" if mode in summary else "")
+            cells.append(f"{count}/{summary[mode]['tested']}" if mode in summary else "")
         speed = summary.get("program", {}).get("speedup_median")
         selector = (manifest.get("selector") or {}).get("name", "none").removeprefix("qwen2.5-coder-")
         model = manifest["model"]["name"].removeprefix("qwen2.5-coder-")
