@@ -52,6 +52,9 @@ class Served:
     api_key: str | None
     engine: str = "llama.cpp"  # the remote backend's engine setting
     block: int = 1  # the tokens of the engine's prefix cache blocks: it reuses whole blocks
+    # What the engine's refusal of a grammar that does not parse says: llama-cpp-python's server
+    # starts the stream, fails on the grammar and drops the connection, so the error can only say that.
+    bad_grammar: str = "grammar"
     answers: list[Answer] = field(default_factory=list)
 
     def endpoint(self, api_key: str | None = None) -> Endpoint:
@@ -113,7 +116,7 @@ def start_engine(name: str, model: Path, log: Path, *, api_key: str | None = API
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", DEFAULT_MODEL]
         command += ["--n_ctx", str(CONTEXT), "--n_threads", "2", "--n_batch", "2048", "--host", "127.0.0.1"]
         command += ["--port", str(port), "--interrupt_requests", "False", *(("--api_key", api_key) if api_key else ())]
-        served = Served(name, _spawn(command, log, environment), url, log, api_key)
+        served = Served(name, _spawn(command, log, environment), url, log, api_key, bad_grammar="connection .* broke")
         return _started(served, "/v1/models", 180)
     if name == "llama-server":
         if not LLAMA_SERVER.exists():

@@ -196,8 +196,6 @@ def test_progress_streams_and_cancelling_stops_the_engine(remote, served, items,
 def test_failures_are_clear_errors(remote, served):
     with pytest.raises(ContextOverflow, match="context"):
         remote.edit("".join(f"value_{i} = {i} * {i} + {i}\n" for i in range(1500)), "Rename value to v.")
-    with pytest.raises(RemoteError, match="grammar"):
-        remote.completions.stream("x", grammar="root ::= (", max_tokens=4, model=remote.model, on_piece=lambda a: False)
     with pytest.raises(RemoteError, match="API key"):
         RemoteDecoder.connect(served.endpoint(api_key="not-the-key"))
     closed = Completions(Endpoint(f"http://127.0.0.1:{free_port()}/v1"))
@@ -206,3 +204,5 @@ def test_failures_are_clear_errors(remote, served):
             closed.models()
     finally:
         closed.close()
+    with pytest.raises(RemoteError, match=served.bad_grammar):
+        remote.completions.stream("x", grammar="root ::= (", max_tokens=4, model=remote.model, on_piece=lambda a: False)
