@@ -251,7 +251,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         )
         return 2
     editor = _open_editor(args, mode=args.mode, splice=args.splice)
-    first, last = _edited_lines(args, editor, text, language)
+    first, last = _edited_lines(args, editor, text, language, len(lines))
     head, region, tail = "".join(lines[: first - 1]), "".join(lines[first - 1 : last]), "".join(lines[last:])
     with tqdm(desc=f"{args.mode} edit", unit=" steps", file=sys.stderr, disable=args.json) as bar:
 
@@ -291,15 +291,15 @@ def _refused(args: argparse.Namespace, result) -> int:
     return 0
 
 
-def _edited_lines(args: argparse.Namespace, editor, text: str, language: str) -> tuple[int, int]:
-    """The 1-based lines ``copyedit apply`` edits: ``--lines``, the whole file, or what the instruction names."""
+def _edited_lines(args: argparse.Namespace, editor, text: str, language: str, n_lines: int) -> tuple[int, int]:
+    """The 1-based lines ``copyedit apply`` edits of ``text`` (``n_lines`` lines): ``--lines``, the
+    whole file, or what the instruction names."""
     from .region import choice_names, narrowed_scope
-    from .resolver import split_lines
 
     if args.lines is not None:
         return args.lines
     if args.whole_file:
-        return 1, max(len(split_lines(text)), 1)
+        return 1, max(n_lines, 1)
     # what the instruction is about (where it names nothing in a long file, as the model says)
     names = choice_names(text, language, args.instruction)
     chosen = editor.choose(text, args.instruction, language, names) if names else None

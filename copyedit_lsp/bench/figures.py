@@ -48,8 +48,11 @@ def figures_table(docs: Path) -> str:
         best = max(passed.get("program", -1), passed.get("rewrite", -1))
         cells = []
         for mode in MODES:
-            count = f"**{passed[mode]}**" if mode != "forced" and passed.get(mode) == best else str(passed.get(mode))
-            cells.append(f"{count}/{summary[mode]['tested']}" if mode in summary else "")
+            if mode not in summary:
+                cells.append("")
+                continue
+            count = f"**{passed[mode]}**" if mode != "forced" and passed[mode] == best else str(passed[mode])
+            cells.append(f"{count}/{summary[mode]['tested']}")
         speed = summary.get("program", {}).get("speedup_median")
         selector = (manifest.get("selector") or {}).get("name", "none").removeprefix("qwen2.5-coder-")
         model = manifest["model"]["name"].removeprefix("qwen2.5-coder-")

@@ -58,12 +58,12 @@ function readConfig(): logic.Config {
     pythonPath: config.get<string>("server.pythonPath"),
   };
   for (const setting of SETTINGS) values[setting.key] = config.get(setting.key);
+  // a renamed setting set only under its old key keeps working (VS Code marks the old key deprecated)
+  const set = (key: string) => {
+    const found = config.inspect(key);
+    return [found?.globalValue, found?.workspaceValue, found?.workspaceFolderValue].some((v) => v !== undefined);
+  };
   for (const setting of SETTINGS) {
-    // a renamed setting set only under its old key keeps working (VS Code marks the old key deprecated)
-    const set = (key: string) => {
-      const found = config.inspect(key);
-      return [found?.globalValue, found?.workspaceValue, found?.workspaceFolderValue].some((v) => v !== undefined);
-    };
     if (setting.was !== undefined && set(setting.was) && !set(setting.key)) values[setting.key] = config.get(setting.was);
   }
   return values;
