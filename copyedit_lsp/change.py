@@ -19,8 +19,9 @@ not lines to copy.
 
 from __future__ import annotations
 
+import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .resolver import split_lines
 
@@ -73,10 +74,69 @@ class Change:
     form: str
     lines: tuple[ChangeLine, ...]
     pieces: tuple[Piece, ...] = ()
+    given: str = ""  # the change as written
+
+    def parts(self) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """Each part a result must show: a snippet's runs of lines between markers (those with a
+        line that is not blank), each block or hunk; as (its name, the lines it writes, the lines
+        it replaces in the file)."""
+        if self.pieces:
+            kind = "block" if self.form == "search-replace" else "hunk"
+            return [
+                (f"{kind} {number} ({_named(piece.anchor or (self.text(piece.first, piece.first),))})",
+                 tuple(line.text for line in self.lines[piece.first - 1 : piece.last]), piece.anchor)
+                for number, piece in enumerate(self.pieces, 1)
+            ]  # fmt: skip
+        runs: list[list[str]] = [[]]
+        for line in self.lines:
+            if line.marker:
+                runs.append([])
+            else:
+                runs[-1].append(line.text)
+        shown = [run for run in runs if any(line.strip() for line in run)]
+        return [(f"part {number} ({_named(run)})", tuple(run), ()) for number, run in enumerate(shown, 1)]
+
+    def deleted(self) -> frozenset[str]:
+        """The lines (stripped, non-blank) the change deletes on purpose: lines of a SEARCH body
+        or a hunk's removed lines that none of its lines writes again."""
+        written = {line.text.strip() for line in self.lines}
+        return frozenset(
+            stripped
+            for piece in self.pieces
+            for line in piece.anchor
+            if (stripped := line.strip()) and stripped not in written
+        )
 
     def text(self, first: int, last: int) -> str:
         """Change lines ``first``..``last`` (1-based, inclusive), joined."""
         return "".join(line.text for line in self.lines[first - 1 : last])
+
+
+def _named(lines: tuple[str, ...] | list[str]) -> str:
+    """A part named by its first line that is not blank, cut short."""
+    return repr(next((line.strip() for line in lines if line.strip()), "")[:40])
+
+
+def ended(lines: list[str]) -> list[str]:
+    """``lines`` with a line break after the last (a file's last line may lack one)."""
+    return [*lines[:-1], lines[-1] if lines[-1].endswith(("\n", "\r")) else lines[-1] + "\n"] if lines else []
+
+
+def write_hunk(header: str, old: list[str], new: list[str]) -> str:
+    """A unified diff hunk: ``header``, then ``old`` turned into ``new`` as context, removed and added lines."""
+    body = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            body += [" " + line for line in ended(old[i1:i2])]
+        else:
+            body += ["-" + line for line in ended(old[i1:i2])]
+            body += ["+" + line for line in ended(new[j1:j2])]
+    return header + "\n" + "".join(body)
+
+
+def change_lines(change: Change | None) -> tuple[str, ...]:
+    """The texts of ``change``'s numbered lines (none without a change)."""
+    return tuple(line.text for line in change.lines) if change is not None else ()
 
 
 def is_marker(line: str) -> bool:
@@ -115,7 +175,7 @@ def read_change(text: str, form: str | None = None) -> Change:
         change = Change(form, tuple(ChangeLine(line, form == "snippet" and is_marker(line)) for line in lines))
     if change.lines and all(line.marker or not line.text.strip() for line in change.lines):
         raise ChangeError("the change holds only elision markers: no code to apply")
-    return change
+    return replace(change, given=text)
 
 
 def _search_replace(lines: list[str]) -> Change:

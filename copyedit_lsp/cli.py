@@ -163,6 +163,9 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--adapter", dest="renamed_selector", help=argparse.SUPPRESS)  # --selector's old name
     parser.add_argument(
+        "--apply-selector", default="default", help="apply programs' selector: default, a shipped name or a .gguf"
+    )
+    parser.add_argument(
         "--batch-invariant",
         action="store_true",
         help="the same logits however tokens are batched: drafted and undrafted decoding agree "
@@ -211,6 +214,7 @@ def _settings(args: argparse.Namespace, **values):
         n_gpu_layers=args.gpu_layers,
         batch_invariant=args.batch_invariant,
         selector=args.selector,
+        apply_selector=args.apply_selector,
         remote_url=args.remote_url,
         remote_model=args.remote_model,
         remote_engine=args.remote_engine,
@@ -226,8 +230,23 @@ def _open_editor(args: argparse.Namespace, **values):
     return open_editor(_settings(args, **values), progress=True)
 
 
+def _read_text(path: str, what: str) -> str | None:
+    """The UTF-8 text of ``path`` (``-``: stdin), or None after saying why not."""
+    from pathlib import Path
+
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(
+            f"copyedit: the {what} {path} cannot be read as UTF-8 text ({error}); nothing was changed", file=sys.stderr
+        )
+        return None
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
-    """``copyedit apply``: edit a file with the model; print the program, a diff and the stats."""
+    """``copyedit apply``: edit a file with the model by an instruction, or merge a change into it
+    (``--change``); print the program, a diff and the stats."""
     from pathlib import Path
 
     from tqdm import tqdm
@@ -236,11 +255,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from .languages import language_of_path
     from .resolver import split_lines
 
+    if args.change is not None:
+        return _apply_change(args)
+    if args.instruction is None:
+        print("copyedit: apply needs --instruction (an edit) or --change (a change to merge)", file=sys.stderr)
+        return 2
     path = Path(args.file)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        print(f"copyedit: {path} is not UTF-8 text ({error}); nothing was changed", file=sys.stderr)
+    text = _read_text(args.file, "file")
+    if text is None:
         return 2
     lines = split_lines(text)
     language = language_of_path(path.name) or ""
@@ -270,6 +292,50 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return refused
     if args.write and edited != text:
         path.write_text(edited, encoding="utf-8", newline="")
+    return 0
+
+
+def _apply_change(args: argparse.Namespace) -> int:
+    """``copyedit apply --change``: the change merged by the model's apply program; refused (exit
+    5) where a part of it shows nowhere in the result, unless ``--partial``."""
+    from pathlib import Path
+
+    from .change import ChangeError, read_change
+    from .edit import EditOptions
+    from .fast_apply import apply_change
+    from .languages import language_of_path
+
+    text, given = _read_text(args.file, "file"), _read_text(args.change, "change")
+    if text is None or given is None:
+        return 2
+    try:
+        change = read_change(given, args.change_form)
+    except ChangeError as error:
+        print(f"copyedit: {error}; nothing was changed", file=sys.stderr)
+        return 2
+    if getattr(args, "backend", "local") != "local":
+        print("copyedit: apply --change runs on the local model (--backend local)", file=sys.stderr)
+        return 2
+    editor = _open_editor(args, mode=args.mode, splice=args.splice)
+    options = EditOptions(mode=args.mode, splice=args.splice, language=language_of_path(args.file) or "")
+    try:
+        applied = apply_change(editor, text, change, options, instruction=args.instruction or "", partial=args.partial,
+                               shortcut=args.shortcut)  # fmt: skip
+    except ChangeError as error:
+        print(f"copyedit: {error}; nothing was changed", file=sys.stderr)
+        return 2
+    result = applied.result
+    _print_edit(Path(args.file).name, text, result.text, result, as_json=args.json, unplaced=applied.unplaced)
+    for part in applied.unplaced:
+        print(f"copyedit: not placed: {part}", file=sys.stderr)
+    if reason := applied.refusal(args.partial):
+        print(f"copyedit: {reason}; nothing was written" + ("" if applied.invented else " (--partial takes the rest)"),
+              file=sys.stderr)  # fmt: skip
+        return 5
+    if refused := _refused(args, result):
+        return refused
+    if args.write and result.text != text:
+        Path(args.file).write_text(result.text, encoding="utf-8", newline="")
     return 0
 
 
@@ -313,8 +379,9 @@ def _edited_lines(args: argparse.Namespace, editor, text: str, language: str, n_
     return first, last
 
 
-def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> None:
-    """The program, the diff of ``text`` into ``edited`` and the stats, as JSON or plain text."""
+def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool, unplaced: Sequence[str] = ()) -> None:
+    """The program, the diff of ``text`` into ``edited`` and the stats (and an apply's parts not
+    placed), as JSON or plain text."""
     import difflib
 
     diff = "".join(difflib.unified_diff(text.splitlines(True), edited.splitlines(True), f"a/{name}", f"b/{name}"))
@@ -322,7 +389,7 @@ def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> 
     if as_json:
         loss = result.loss.to_dict() if result.loss is not None else None
         answer = {"program": program, "diff": diff, "text": edited, "cut": result.cut, "loss": loss}
-        answer["stats"] = result.stats.to_dict()
+        answer |= {"unplaced": list(unplaced), "stats": result.stats.to_dict()}
         print(json.dumps(answer, indent=2))
         return
     if program is not None:
@@ -333,7 +400,8 @@ def _print_edit(name: str, text: str, edited: str, result, *, as_json: bool) -> 
 
 def _server_options(args: argparse.Namespace) -> dict:
     """The server's initializationOptions from the model (and remote) arguments."""
-    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers, "selector": args.selector}
+    options = {"model": args.model, "nCtx": args.n_ctx, "nGpuLayers": args.gpu_layers, "selector": args.selector,
+               "applySelector": args.apply_selector}  # fmt: skip
     if getattr(args, "backend", "local") == "remote":
         options |= {
             "backend": "remote",
@@ -348,18 +416,21 @@ def _server_options(args: argparse.Namespace) -> dict:
     return options | ({"nThreads": args.threads} if args.threads else {})
 
 
-def _write_manifest(args: argparse.Namespace, name: str, *, selector: bool = True, backend: str = "") -> None:
+def _write_manifest(
+    args: argparse.Namespace, name: str, *, selector: bool = True, backend: str = "", task: str = "edit"
+) -> None:
     """The run's manifest beside its outputs (``bench.manifest``); ``selector``: whether the run
-    loads the span selector its arguments name."""
+    loads the span selector its arguments name for ``task`` (edit, or apply: ``--apply-selector``)."""
     from pathlib import Path
 
     from .bench.manifest import run_manifest, write_manifest
 
     manifest = run_manifest(
         model=getattr(args, "model", None),
-        selector=getattr(args, "selector", None) if selector else None,
+        selector=getattr(args, "apply_selector" if task == "apply" else "selector", None) if selector else None,
         threads=getattr(args, "threads", None),
         backend=backend or getattr(args, "backend", "local"),
+        task=task,
     )
     write_manifest(manifest, Path(args.out), name)
 
@@ -402,9 +473,14 @@ def cmd_bench_apply(args: argparse.Namespace) -> int:
     from .bench import apply
 
     sets = _load_sources(args, seed=args.seed)
-    result = apply.apply_benchmark(sets, forms=args.forms.split(","), seed=args.seed or 0, progress=not args.json)
+    modes = args.modes.split(",")
+    applier = _open_editor(args) if set(modes) & set(apply.MODEL_MODES) else None
+    result = apply.apply_benchmark(
+        sets, forms=args.forms.split(","), modes=modes, applier=applier, seed=args.seed or 0, progress=not args.json
+    )
+    result |= {"model": args.model if applier else None, "limit": args.limit}
     paths = apply.write_outputs(result, Path(args.out), args.name)
-    _write_manifest(args, args.name, selector=False)
+    _write_manifest(args, args.name, selector=applier is not None, task="apply")
     if args.json:
         print(json.dumps({name: data["summary"] for name, data in result["sets"].items()}, indent=2))
     else:
@@ -563,6 +639,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         widen=args.widen,
         init=Path(args.init) if args.init else None,
         examples=args.examples,
+        apply_share=args.apply_share,
         options=options,
     )
     card = run(plan)
@@ -617,14 +694,38 @@ def _add_edit_commands(commands) -> None:
     demo.set_defaults(func=cmd_demo)
 
 
+def _add_change_arguments(apply: argparse.ArgumentParser) -> None:
+    """``apply``'s arguments for a change to merge."""
+    from .change import FORMS
+
+    apply.add_argument(
+        "--change",
+        help="a change to merge: a snippet with elision markers, search/replace blocks, a diff or a whole file "
+        "(- reads stdin)",
+    )
+    apply.add_argument("--change-form", choices=FORMS, help="the change's form (default: told from its text)")
+    apply.add_argument(
+        "--partial", action="store_true", help="with --change: apply what could be placed, name the rest (exit 0)"
+    )
+    apply.add_argument(
+        "--no-shortcut",
+        dest="shortcut",
+        action="store_false",
+        help="with --change: run the model even where the deterministic merge places every block or hunk",
+    )
+
+
 def _add_apply_command(commands) -> None:
     """``apply``."""
     from .config import CHOICES
     from .edit import COPY_CHECK
 
-    apply = commands.add_parser("apply", help="edit a file with the model (prints; writes only with --write)")
+    apply = commands.add_parser(
+        "apply", help="edit a file with the model, or merge a change into it (prints; writes only with --write)"
+    )
     apply.add_argument("file")
-    apply.add_argument("--instruction", "-i", required=True)
+    apply.add_argument("--instruction", "-i", help="what to change (with --change: what the change is for)")
+    _add_change_arguments(apply)
     apply.add_argument(
         "--lines",
         type=_line_range,
@@ -651,6 +752,12 @@ def _add_apply_command(commands) -> None:
     )
     _add_model_arguments(apply)
     _add_remote_arguments(apply)
+    _add_result_arguments(apply)
+    apply.set_defaults(func=cmd_apply)
+
+
+def _add_result_arguments(apply: argparse.ArgumentParser) -> None:
+    """``apply``'s arguments for what is done with the result."""
     apply.add_argument("--json", action="store_true", help="print JSON")
     apply.add_argument("--write", action="store_true", help="write the edited file")
     apply.add_argument(
@@ -663,7 +770,6 @@ def _add_apply_command(commands) -> None:
         action="store_true",
         help="exit 0 and write (with --write) even when the edit drops code the instruction did not ask to drop",
     )
-    apply.set_defaults(func=cmd_apply)
 
 
 def _add_bench_apply_command(bench) -> None:
@@ -673,6 +779,13 @@ def _add_bench_apply_command(bench) -> None:
     )
     _add_source_arguments(apply, default=["humanevalfix-python-files", "humanevalfix-js-files"])
     apply.add_argument("--forms", default="snippet,search-replace,diff,file", help="comma-separated change forms")
+    apply.add_argument(
+        "--modes",
+        default="merge",
+        help="comma-separated: merge, program, oracle, rewrite, lookup (interleaved per item)",
+    )
+    _add_model_arguments(apply)
+    _add_remote_arguments(apply, backend=False)
     apply.add_argument("--seed", type=int, help="shuffle each set's items with this seed; it draws the changes too")
     apply.add_argument("--out", default="bench-results", help="folder for the JSON and Markdown outputs")
     apply.add_argument("--name", default="apply", help="file name stem of the outputs")
@@ -823,6 +936,7 @@ def _add_train_command(commands) -> None:
     train.add_argument(
         "--widen", type=int, default=0, help="target programs begin each change up to this many lines earlier"
     )
+    train.add_argument("--apply-share", type=float, default=0.0, help="of the edits, those learned as applies")
     train.add_argument("--init", help="an adapter GGUF the LoRA starts from (a second stage on new data)")
     train.add_argument(
         "--examples",

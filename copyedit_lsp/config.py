@@ -66,6 +66,13 @@ class Settings:
         "adapter `.gguf` (`copyedit train`).",
         was="adapter",
     )
+    apply_selector: str = setting(
+        "default",
+        "apply programs' selector: `default`, a shipped name, a `.gguf`",
+        detail="The span selector that merges a change an assistant wrote (`copyedit.apply`): `default`, the "
+        "one shipped for the model; a shipped name; or the path of a LoRA adapter `.gguf` (`copyedit train "
+        "--apply-share`).",
+    )
     splice: str = setting(
         "prefill",
         "how copied lines are evaluated in program mode",
@@ -217,6 +224,7 @@ class Settings:
             self.n_gpu_layers,
             self.batch_invariant,
             self.selector,
+            self.apply_selector,
         )
 
 

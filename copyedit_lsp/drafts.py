@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .edit import Speedups
-from .program import Copy, Op
+from .program import GEN_CLOSE, ChangeCopy, Copy, Gen, Op, Program
 from .prompt import SourceView, as_model_sees
 from .tokens import ProgramTokens, body_text
 
@@ -54,7 +54,8 @@ class PromptLookup:
 
 
 class ProgramDrafter:
-    """Guesses of a program's next tokens: the next op's tag, and (by :class:`PromptLookup`) gen bodies."""
+    """Guesses of a program's next tokens: the next op's tag, and (by :class:`PromptLookup`) gen bodies.
+    With a ``plan`` (an apply's merge), the plan's next op while the program has followed it."""
 
     def __init__(
         self,
@@ -63,9 +64,12 @@ class ProgramDrafter:
         tokenize: Callable[[str], list[int]],
         piece: Callable[[int], bytes],
         *,
+        plan: Program | None = None,
         ngram: int,
         draft_tokens: int,
     ):
+        self.plan = plan.ops if plan is not None else None
+        self.tokenize = tokenize
         self.tokens = tokens
         self.view = view
         self.piece = piece
@@ -82,8 +86,12 @@ class ProgramDrafter:
         """The index of the first input token at or after the start of ``line``."""
         return self.line_tokens[min(line, len(self.view.lines) + 1) - 1]
 
-    def next_op(self, last: Op | None, *, with_body: bool) -> list[int]:
-        """After a copy, a gen (and the start of its body); else a copy from the current line to the end."""
+    def next_op(self, ops: Sequence[Op], *, with_body: bool) -> list[int]:
+        """The plan's next op, where the program has followed the plan; else after a copy, a gen
+        (and the start of its body), after anything else a copy from the current line to the end."""
+        if self.plan is not None and tuple(ops) == self.plan[: len(ops)]:
+            return self._planned(self.plan[len(ops)] if len(ops) < len(self.plan) else None)
+        last = ops[-1] if ops else None
         if not isinstance(last, Copy):
             return self.copy_tag(self.line)
         if self.line > len(self.view.lines):
@@ -92,6 +100,14 @@ class ProgramDrafter:
             return self.tokens.ops["gen"]
         self.lookup.restart(self.token_of_line(self.line))
         return [*self.tokens.ops["gen"], *self._to_line_end(self.lookup.draft([], self.draft_tokens))]
+
+    def _planned(self, op: Op | None) -> list[int]:
+        """The tokens of ``op`` as the program writes it (a gen's whole body), or of the end."""
+        if isinstance(op, Copy | ChangeCopy):
+            return self.tokens.copy_tag(op.start, op.end, change=isinstance(op, ChangeCopy))
+        if isinstance(op, Gen):
+            return [*self.tokens.ops["gen"], *self.tokenize(as_model_sees(op.text) + GEN_CLOSE)]
+        return self.tokens.ops["end"]
 
     def in_gen(self, written: list[int], body: bytes, room: int, speedups: Speedups) -> list[int]:
         """The draft inside a gen body: with ``draft_tags``, the end of the gen and the copy after it

@@ -121,6 +121,7 @@ FALLBACKS = {
     "syntax": "the program's text parses worse than the original",
     "loss": "the program dropped code the instruction did not ask to drop",
     "unchanged": "the program changed nothing (but whitespace at line ends)",
+    "selector": "the model has no apply selector: the change was merged by a lookup rewrite",
 }
 
 

@@ -1,12 +1,14 @@
 """The live view of a running edit: each op of its program, as it closes, in the payload of the
-``copyedit/op`` notification clients draw (copied lines dimmed, where new lines go)."""
+``copyedit/op`` notification clients draw (copied lines dimmed, where new lines go; an apply's
+lines taken from the change, ``kind: change``, go where a gen's would, ``first`` their first
+line in the change)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .program import Copy, Op
+from .program import ChangeCopy, Copy, Op
 from .resolver import split_lines
 
 OP_NOTIFICATION = "copyedit/op"
@@ -33,6 +35,8 @@ class LiveOps:
             if isinstance(op, Copy):
                 shown = {"kind": "copy", "start": self.first_line + op.start - 1, "end": self.first_line + op.end}
                 self.after = shown["end"]
+            elif isinstance(op, ChangeCopy):  # lines of an applied change, written where a gen would be
+                shown = {"kind": "change", "line": self.after, "lines": op.end - op.start + 1, "first": op.start}
             else:
                 shown = {"kind": "gen", "line": self.after, "lines": len(split_lines(op.text)), "text": op.text}
             self.sent += 1

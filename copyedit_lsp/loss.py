@@ -50,10 +50,13 @@ class Loss:
         return {"definitions": list(self.definitions), "runs": [list(run) for run in self.runs], "lines": self.lines}
 
 
-def lost_code(before: str, after: str, language_id: str | None, instruction: str = "") -> Loss | None:
-    """The code ``after`` drops from ``before`` that ``instruction`` does not ask to drop, or None."""
+def lost_code(
+    before: str, after: str, language_id: str | None, instruction: str = "", deleted: frozenset[str] = frozenset()
+) -> Loss | None:
+    """The code ``after`` drops from ``before`` that ``instruction`` does not ask to drop, or None;
+    lines in ``deleted`` (stripped: what an applied change deletes on purpose) are never lost."""
     old, new = split_lines(before), split_lines(after)
-    kept = {line.strip() for line in new if line.strip()}
+    kept = {line.strip() for line in new if line.strip()} | deleted
     asked = _asked_names(instruction)
     old_definitions = definitions(before, language_id)
     new_definitions = definitions(after, language_id) if old_definitions else []

@@ -15,7 +15,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from .change import Change, Piece
+from .change import Change, Piece, change_lines
 from .program import Program
 from .resolver import oracle_apply_program, split_lines
 
@@ -39,7 +39,7 @@ def merge(text: str, change: Change) -> Merged:
     lines = split_lines(text)
     unplaced: list[str] = []
     if change.form == "file":
-        merged, placed = [line.text for line in change.lines], 1
+        merged, placed = list(change_lines(change)), 1
     elif change.form == "snippet":
         merged, placed, unplaced = _snippet(lines, change)
     else:
@@ -47,7 +47,7 @@ def merge(text: str, change: Change) -> Merged:
     after = "".join(merged)
     if not placed:
         return Merged(None, text, tuple(unplaced))
-    program = oracle_apply_program(text, after, [line.text for line in change.lines])
+    program = oracle_apply_program(text, after, change_lines(change))
     return Merged(program, after, tuple(unplaced))
 
 

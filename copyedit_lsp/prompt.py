@@ -7,6 +7,7 @@ model's context exactly as :func:`SourceView.span` returns them.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import jinja2.nodes
 import jinja2.parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .change import DIVIDER, REPLACE, SEARCH, Change
 from .program import PROGRAM_OPEN, Copy, Program, escape
 from .resolver import oracle_program, split_lines
 
@@ -28,6 +30,22 @@ Answer with an edit program that produces the complete edited code:
 <gen> and </gen> enclose new lines, written out in full.
 Copy every line that stays the same; write only the lines that change.
 The program starts with <program> and ends with </program>."""
+
+APPLY_SYSTEM = """You merge a change into code. You get the code as numbered lines ("N| text") and a change an
+assistant wrote for it, its lines numbered too: a snippet whose elision comments stand for the
+code's lines kept, search/replace blocks, a diff, or a whole file; lines the change
+removes from the code are shown as "-| text".
+Beside a change line's number, "=12" says it equals code line 12, "~12" that it reads like it.
+Answer with an apply program that produces the complete merged code:
+<copy lines="I-J"/> keeps the code's lines I to J (1-based, inclusive);
+<copy change="I-J"/> takes the change's lines I to J;
+<gen> and </gen> enclose lines written out in full.
+The program starts with <program> and ends with </program>."""
+
+APPLY_REWRITE_SYSTEM = """You merge a change into code. You get the code and a change an assistant wrote for it:
+a snippet whose elision comments stand for the code's lines kept,
+search/replace blocks, a diff, or a whole file.
+Answer with the complete merged code in one code block, and nothing else."""
 
 REWRITE_SYSTEM = """You edit code. You get an instruction and the code.
 Answer with the complete edited code in one code block, and nothing else."""
@@ -140,6 +158,105 @@ def rewrite_messages(instruction: str, source: str, language: str, examples: str
     return messages
 
 
+@dataclass(frozen=True)
+class CodeMatches:
+    """Where a line of a change stands in the code, as the model is told beside it: the code
+    lines it equals, whitespace aside (`` =12`` or `` =12,40``), else the one code line it reads
+    like (`` ~12``); nothing for a short line that equals none.  Evidence, not the answer: the
+    model still chooses every span."""
+
+    code: tuple[str, ...]
+    where: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, view: SourceView) -> CodeMatches:
+        where: dict[str, list[int]] = {}
+        for number, line in enumerate(view.lines, 1):
+            if line.strip():
+                where.setdefault(line.strip(), []).append(number)
+        return cls(tuple(line.strip() for line in view.lines), where)
+
+    def hint(self, line: str) -> str:
+        """`` =N,...`` (at most :data:`MATCHES_SHOWN` numbers), `` ~N`` or ``""`` for ``line``."""
+        key = line.strip()
+        found = self.where.get(key, []) if key else []
+        if found:
+            more = "..." if len(found) > MATCHES_SHOWN else ""
+            return " =" + ",".join(map(str, found[:MATCHES_SHOWN])) + more
+        if len(key) < RESEMBLING_CHARS:
+            return ""
+        matcher = difflib.SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(key)
+        best, number = RESEMBLING, 0
+        for at, code in enumerate(self.code, 1):
+            matcher.set_seq1(code)
+            if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best and matcher.ratio() > best:
+                best, number = matcher.ratio(), at
+        return f" ~{number}" if number else ""
+
+
+MATCHES_SHOWN = 3
+RESEMBLING, RESEMBLING_CHARS = 0.7, 8  # a line reads like a code line: this ratio, at least this long
+
+
+def shown_change(change: Change, view: SourceView, matches: CodeMatches) -> str:
+    """The change as the model reads it (``view``: its lines as :class:`SourceView` gives them):
+    each line numbered ("N| text") in its form's layout, a SEARCH body's lines and a hunk's
+    removed lines as "-| text", unnumbered (lines to find in the code, not to copy); beside each
+    number, where the line stands in the code (:class:`CodeMatches`: "N =12| text")."""
+
+    def numbered(n: int) -> str:
+        return f"{n}{matches.hint(view.lines[n - 1])}| {view.lines[n - 1]}"
+
+    def removed(line: str) -> str:
+        return f"-{matches.hint(line)}| {line}"
+
+    if not change.pieces:
+        return "".join(numbered(n) for n in range(1, len(view.lines) + 1))
+    parts = []
+    for piece in change.pieces:
+        anchor = SourceView.of("".join(piece.anchor)).lines if piece.anchor else ()
+        lines = [numbered(n) for n in range(piece.first, piece.last + 1)]
+        if change.form == "search-replace":
+            parts += [SEARCH + "\n", *map(removed, anchor), DIVIDER + "\n", *lines, REPLACE + "\n"]
+            continue
+        parts.append((piece.header or "@@") + "\n")
+        new = view.lines[piece.first - 1 : piece.last]
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, anchor, new, autojunk=False).get_opcodes():
+            if tag != "equal":
+                parts += map(removed, anchor[i1:i2])
+            parts += lines[j1:j2]
+    return "".join(parts)
+
+
+def _apply_user(view: SourceView, change: Change, instruction: str) -> str:
+    said = f"Instruction: {instruction}\n\n" if instruction else ""
+    shown = shown_change(change, change_view(change), CodeMatches.of(view))
+    return f"{said}Code:\n{view.numbered()}\nChange:\n{shown}"
+
+
+def change_view(change: Change) -> SourceView:
+    """The change's numbered lines as the model sees them (a change copy splices these)."""
+    return SourceView.of("".join(line.text for line in change.lines))
+
+
+def apply_messages(source: str, change: Change, instruction: str = "") -> list[dict[str, str]]:
+    """Chat messages for an apply program; the answer continues after :func:`program_prefix`."""
+    return [
+        {"role": "system", "content": APPLY_SYSTEM},
+        {"role": "user", "content": _apply_user(SourceView.of(source), change, instruction)},
+    ]
+
+
+def apply_rewrite_messages(source: str, change: Change, language: str, instruction: str = "") -> list[dict[str, str]]:
+    """Chat messages for an apply by rewriting; the answer continues after :func:`rewrite_prefix`."""
+    code = source if source.endswith("\n") else source + "\n"
+    given = change.given if change.given.endswith("\n") else change.given + "\n"
+    said = f"Instruction: {instruction}\n\n" if instruction else ""
+    user = f"{said}Code:\n```{language}\n{code}```\n\nChange:\n```\n{given}```"
+    return [{"role": "system", "content": APPLY_REWRITE_SYSTEM}, {"role": "user", "content": user}]
+
+
 WHOLE_FILE = "the whole file"
 CHOICE_SYSTEM = (
     "You read a file and an instruction to edit it. Name the one definition of the file whose code must "
@@ -234,6 +351,12 @@ class ChatTemplate:
     def choice_prompt(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str:
         """The prompt text of the choice among a file's definitions (:func:`choice_messages`)."""
         return self.render(choice_messages(instruction, source, language, names), CHOICE_PREFIX)
+
+    def apply_prompt(self, source: str, change: Change, *, mode: str, language: str, instruction: str = "") -> str:
+        """The prompt text of an apply in ``mode``: rewrite and lookup write code, the others programs."""
+        if mode in ("rewrite", "lookup"):
+            return self.render(apply_rewrite_messages(source, change, language, instruction), rewrite_prefix(language))
+        return self.render(apply_messages(source, change, instruction), program_prefix())
 
     def edit_prompt(
         self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str

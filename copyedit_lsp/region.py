@@ -42,6 +42,21 @@ class EditArguments:
 
 
 @dataclass(frozen=True)
+class ApplyArguments:
+    """``copyedit.apply``'s argument object: the change an assistant wrote, merged into the
+    document (or the lines a selection ``range`` covers)."""
+
+    uri: str
+    change: str
+    version: int | None = None
+    range: Range | None = None
+    form: str | None = None  # snippet, search-replace, diff or file (None: told from the change)
+    partial: bool = False  # apply what can be placed, name the rest
+    shortcut: bool = True  # the deterministic merge answers where it places every block or hunk
+    instruction: str | None = None  # what the change is for (context for the model)
+
+
+@dataclass(frozen=True)
 class RefactorArguments:
     """``copyedit.refactorWorkspace``'s argument object."""
 
@@ -189,16 +204,24 @@ def _words(lines: list[str], unit: _Unit) -> set[str]:
     return {word for line in lines[unit.start_line : unit.end_line] for word in NAME.findall(line)}
 
 
+def apply_region(text: str, arguments: ApplyArguments) -> Region:
+    """The lines a change is merged into: those a selection covers, else the whole document."""
+    selection = arguments.range
+    if selection is None or selection.start == selection.end:
+        return Region(0, len(split_lines(text)), text, "document")
+    return plan_region(text, None, EditArguments(uri=arguments.uri, range=selection))
+
+
 def replace_region(text: str, region: Region, new_source: str) -> str:
     """The document with the region's lines replaced by ``new_source``."""
     lines = split_lines(text)
     return "".join(lines[: region.start]) + new_source + "".join(lines[region.end :])
 
 
-def check_size(text: str, max_bytes: int) -> None:
-    """ValueError when ``text`` is over ``max_bytes`` (the ``maxFileBytes`` setting) in UTF-8."""
+def check_size(text: str, max_bytes: int, what: str = "document") -> None:
+    """ValueError when ``text`` (the ``what``) is over ``max_bytes`` (the ``maxFileBytes`` setting) in UTF-8."""
     if len(text.encode("utf-8", errors="surrogatepass")) > max_bytes:
-        raise ValueError(f"the document is larger than maxFileBytes ({max_bytes})")
+        raise ValueError(f"the {what} is larger than maxFileBytes ({max_bytes})")
 
 
 def chunk_lines(n_ctx: int) -> int:

@@ -30,3 +30,14 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, 
     return "\n".join(
         "| " + " | ".join(line) + " |" if line is not rule else "|" + "|".join(rule) + "|" for line in lines
     )
+
+
+def side_by_side():
+    """A figure of two plots side by side (matplotlib, no display): the figure and its two axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(11, 4.2))
+    FigureCanvasAgg(figure)
+    left, right = figure.subplots(1, 2)
+    return figure, left, right

@@ -71,22 +71,75 @@ def oracle_program(before: str, after: str) -> Program:
 
 
 def oracle_apply_program(before: str, after: str, change: Sequence[str]) -> Program:
-    """A shortest apply program that turns ``before`` into ``after`` given the ``change``'s lines:
-    copies of the file where ``after`` keeps it (a line diff), then copies of the change where the
-    rest is the change's, gens for what is in neither."""
-    a, b = split_lines(before), split_lines(after)
+    """An apply program that turns ``before`` into ``after`` given the ``change``'s lines, in the
+    shape a merge reads: the runs ``after`` takes from the change copied from it whole (a run of
+    only short lines, a blank line or a ``}``, does not count), then the rest copied from the file
+    where ``after`` keeps it (a line diff), gens for what is in neither; a run's first and last
+    lines that are the file's next (previous) lines, up to a blank one, come from the file
+    (:func:`_edges_from_file`).  Copies of each source go forward through it."""
+    return _edges_from_file(_runs_first(before, after, change), split_lines(before), change)
+
+
+def _runs_first(before: str, after: str, change: Sequence[str]) -> Program:
+    b = split_lines(after)
     ops: list[Op] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            ops.append(Copy(i1 + 1, i2))
-        elif j2 > j1:
-            new = b[j1:j2]
-            for kind, c1, c2, k1, k2 in difflib.SequenceMatcher(None, list(change), new, autojunk=False).get_opcodes():
-                if kind == "equal":
-                    ops.append(ChangeCopy(c1 + 1, c2))
-                elif k2 > k1:
-                    ops.append(Gen("".join(new[k1:k2])))
+    cursor = 0  # file lines before this one are behind the program
+    done = 0  # lines of ``after`` written
+    blocks = difflib.SequenceMatcher(None, list(change), b, autojunk=False).get_matching_blocks()
+    for c1, j1, size in blocks:
+        if size and not any(len(line.strip()) >= _SHORT for line in change[c1 : c1 + size]):
+            continue
+        cursor = _from_file(ops, split_lines(before), cursor, b[done:j1])
+        if size:
+            ops.append(ChangeCopy(c1 + 1, c1 + size))
+        done = j1 + size
     return Program(tuple(merged(ops)))
+
+
+_SHORT = 4  # a change line shorter than this, stripped, does not make a run worth copying from the change
+
+
+def _edges_from_file(program: Program, lines: list[str], change: Sequence[str]) -> Program:
+    """``program`` with each change copy's leading lines that equal the file lines after the file
+    copy before it, and its trailing lines that equal the file lines before the file copy after it,
+    copied from the file instead (not blank ones, nor past one): a copy of the file then ends or
+    starts at a line the change shows as it is, the line number the model reads beside it."""
+    ops = list(program.ops)
+    for index, op in enumerate(ops):
+        if not isinstance(op, ChangeCopy):
+            continue
+        before = ops[index - 1] if index else None
+        after = ops[index + 1] if index + 1 < len(ops) else None
+        start, end = op.start, op.end
+        if isinstance(before, Copy):
+            while start <= end and before.end < len(lines) and _same_kept(change[start - 1], lines[before.end]):
+                before, start = Copy(before.start, before.end + 1), start + 1
+            ops[index - 1] = before
+        if isinstance(after, Copy):
+            while end >= start and after.start > 1 and _same_kept(change[end - 1], lines[after.start - 2]):
+                after, end = Copy(after.start - 1, after.end), end - 1
+            ops[index + 1] = after
+        ops[index] = ChangeCopy(start, end) if start <= end else Gen("")
+    return Program(tuple(merged([op for op in ops if op != Gen("")])))
+
+
+def _same_kept(line: str, other: str) -> bool:
+    """The same line, not blank."""
+    return line == other and bool(line.strip())
+
+
+def _from_file(ops: list[Op], lines: list[str], cursor: int, new: list[str]) -> int:
+    """Append ops that write ``new`` from the file's lines at or after ``cursor`` (0-based) where
+    they match, gens elsewhere; return the file line after the last one copied."""
+    done = 0
+    for i1, k1, size in difflib.SequenceMatcher(None, lines[cursor:], new, autojunk=False).get_matching_blocks():
+        if k1 > done:
+            ops.append(Gen("".join(new[done:k1])))
+        if size:
+            ops.append(Copy(cursor + i1 + 1, cursor + i1 + size))
+        done = k1 + size
+    last = next((op.end for op in reversed(ops) if isinstance(op, Copy)), 0)
+    return max(cursor, last)
 
 
 def merged(ops: list[Op]) -> list[Op]:

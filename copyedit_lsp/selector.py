@@ -35,6 +35,7 @@ class ShippedSelector:
     file: str
     sha256: str
     examples: str = "none"
+    task: str = "edit"  # edit programs, or apply programs (a change merged: copyedit_lsp.fast_apply)
 
 
 SHIPPED: dict[str, ShippedSelector] = {
@@ -68,15 +69,16 @@ def _verified(path: Path, sha256: str) -> bool:
     return sha256_file(path) == sha256
 
 
-def resolve_selector(setting: str, model: str) -> Selector | None:
-    """The selector the ``selector`` setting names for ``model`` (a model name), or None.
+def resolve_selector(setting: str, model: str, task: str = "edit") -> Selector | None:
+    """The selector the ``selector`` setting (or for ``task`` apply, ``applySelector``) names for
+    ``model`` (a model name), or None; ``default`` is the model's first shipped one of the task.
 
     Raises ModelError for an unknown name, a missing file, a shipped selector whose sha256 does
     not match, or a shipped selector of another base model."""
     if setting == "none":
         return None
     if setting == "default":
-        name = next((n for n, a in SHIPPED.items() if a.model == model), None)
+        name = next((n for n, a in SHIPPED.items() if a.model == model and a.task == task), None)
         if name is None:
             return None
         setting = name

@@ -26,16 +26,20 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
 from .actions import Diagnostic, list_actions
+from .change import ChangeError, read_change
 from .config import Settings, updated
 from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
 from .live import OP_NOTIFICATION, LiveOps
 from .loss import Loss
+from .program import Program
 from .protocol import CopyeditProtocol, FramedServer, request_id
 from .region import (
     DOCUMENT_CHANGED,
+    ApplyArguments,
     EditArguments,
     RefactorArguments,
     Region,
+    apply_region,
     check_size,
     choice_names,
     chunk_lines,
@@ -53,6 +57,7 @@ from .worker import Worker
 from .workspace_files import WorkspaceFile, workspace_files
 
 EDIT_COMMAND = "copyedit.edit"
+APPLY_COMMAND = "copyedit.apply"
 REFACTOR_COMMAND = "copyedit.refactorWorkspace"
 CANCEL_COMMAND = "copyedit.cancel"
 CANCELLED = {"applied": False, "reason": "cancelled"}
@@ -397,25 +402,88 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
                 )
             finally:
                 progress.live_done(result.stats if result else None)
-    if progress.cancelled:
-        if _unchanged(ls, args.uri, document, version, text):
+    program = result.program if result is not None and region.comment_line is None else None
+    edited = Edited(args.uri, document, version, text, region, result, program, language, args.instruction or "")
+    return await _conclude(ls, progress, edited)
+
+
+@server.command(APPLY_COMMAND)
+async def apply(ls: CopyeditServer, *arguments) -> dict:
+    """``workspace/executeCommand`` ``copyedit.apply {uri, change, version?, range?, form?, partial?,
+    shortcut?, instruction?}``: merge a change an assistant wrote into the document (or the selected lines)."""
+    args = _invalid_params(APPLY_COMMAND, parse_arguments, arguments, ApplyArguments)
+    document = _document_to_edit(ls, args, APPLY_COMMAND)
+    _invalid_params(APPLY_COMMAND, check_size, args.change, ls.settings.max_file_bytes, "change")
+    change = _invalid_params(APPLY_COMMAND, read_change, args.change, args.form)
+    text, version = document.source, document.version
+    language = language_for(document.language_id, args.uri)
+    region = _invalid_params(APPLY_COMMAND, apply_region, text, args)
+    async with _work(ls, APPLY_COMMAND, "copyedit apply") as progress:
+        with _editing(ls, args.uri, progress.stop):
+            progress.live = LiveOps(args.uri, region.start)
+            await progress.begin(f"applying a {change.form} (lines {region.start + 1}-{region.end})")
+            applied = None
+            try:
+                applied = await ls.worker.apply(
+                    region.source, change, ls.settings, language=language or "", instruction=args.instruction or "",
+                    partial=args.partial, shortcut=args.shortcut, stop=progress.stop,
+                    on_progress=progress.report_progress,
+                )  # fmt: skip
+            except ChangeError as error:  # another language's code, a block found nowhere or twice
+                raise JsonRpcInvalidParams(f"{APPLY_COMMAND}: {error}; nothing was applied") from None
+            finally:
+                progress.live_done(applied.result.stats if applied else None)
+    label = f"apply a {change.form}" + (f": {args.instruction}" if args.instruction else "")
+    result = applied.result if applied is not None else None
+    refused = applied.refusal(args.partial) if applied is not None else None
+    edited = Edited(args.uri, document, version, text, region, result, None, language, label, refused)
+    answer = await _conclude(ls, progress, edited)
+    return answer | ({"unplaced": list(applied.unplaced)} if applied is not None and applied.unplaced else {})
+
+
+@dataclass(frozen=True)
+class Edited:
+    """A finished edit or apply of ``uri``: the document and text it started from, the region,
+    the result (None: cancelled) and its program (for minimal edits), the label a review shows,
+    and why an apply's result must not be applied (a part not placed, a line invented), if so."""
+
+    uri: str
+    document: object
+    version: int | None
+    text: str
+    region: Region
+    result: EditResult | None
+    program: Program | None
+    language: str | None
+    label: str
+    refused: str | None = None
+
+
+async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> dict:
+    """Check a finished edit (cut short, syntax, unplaced parts, lost code, a stale document), then
+    offer it to the client; what the command answers."""
+    uri, document, version, text, result = edited.uri, edited.document, edited.version, edited.text, edited.result
+    if progress.cancelled or result is None:
+        if _unchanged(ls, uri, document, version, text):
             return CANCELLED
         _notify(ls, f"the edit was not applied: {DOCUMENT_CHANGED}", types.MessageType.Warning)
         return {"applied": False, "reason": DOCUMENT_CHANGED}  # a change of the document stopped it
-    new_text = replace_region(text, region, result.text)
-    program = result.program if region.comment_line is None else None
+    new_text = replace_region(text, edited.region, result.text)
     reason, edits = await asyncio.to_thread(
-        _checked_edits, text, new_text, region, result, program, language, ls.settings.syntax_guard, _encoding(ls)
-    )
+        _checked_edits, text, new_text, edited.region, result, edited.program, edited.language,
+        ls.settings.syntax_guard, _encoding(ls),
+    )  # fmt: skip
+    if reason is None and edited.refused:
+        reason = edited.refused
     if reason is None and result.loss is not None and not await _take_loss(ls, result.loss):
         reason = loss_refusal(result.loss)
-    if not _unchanged(ls, args.uri, document, version, text):  # read last, on the loop: nothing can come between
+    if not _unchanged(ls, uri, document, version, text):  # read last, on the loop: nothing can come between
         reason = DOCUMENT_CHANGED
     if reason is not None:
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
         return {"applied": False, "reason": reason, "text": new_text} | _answer(result)
-    answer = await _offer(ls, args, version, edits, result)
+    answer = await _offer(ls, uri, edited.label, version, edits, result)
     done = f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit"
     if result.stats.fallback is not None:
         done += f" (a rewrite by the base model: {FALLBACKS[result.stats.fallback]})"
@@ -424,15 +492,17 @@ async def edit(ls: CopyeditServer, *arguments) -> dict:
     return summary | ({"hunks": answer.hunks} if answer.hunks is not None else {})
 
 
-async def _offer(ls: CopyeditServer, args: EditArguments, version: int, edits: list, result: EditResult) -> Applied:
-    """Send ``edits`` of ``args.uri`` at ``version`` to the client, for review hunk by hunk where the
+async def _offer(
+    ls: CopyeditServer, uri: str, label: str, version: int | None, edits: list, result: EditResult
+) -> Applied:
+    """Send ``edits`` of ``uri`` at ``version`` to the client, for review hunk by hunk where the
     settings ask for it or the result loses code; what the client answered."""
-    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=args.uri, version=version)
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
     change = types.TextDocumentEdit(text_document=identifier, edits=edits)
     reviews = ls.settings.reviews(workspace=False) or result.loss is not None  # code lost: hunk by hunk
     reviewed = reviews and _supports_annotations(ls)
-    workspace_edit = _reviewed(change, args.instruction) if reviewed else types.WorkspaceEdit(document_changes=[change])
-    return await _apply(ls, args.instruction, workspace_edit) if edits else Applied(True)
+    workspace_edit = _reviewed(change, label) if reviewed else types.WorkspaceEdit(document_changes=[change])
+    return await _apply(ls, label, workspace_edit) if edits else Applied(True)
 
 
 async def _chosen_region(
@@ -446,16 +516,14 @@ async def _chosen_region(
     return await asyncio.to_thread(plan_region, text, language, args, chosen) if chosen else region
 
 
-def _document_to_edit(ls: CopyeditServer, args: EditArguments):
+def _document_to_edit(ls: CopyeditServer, args: EditArguments | ApplyArguments, command: str = EDIT_COMMAND):
     """The open document ``args`` name, at the version they name and within maxFileBytes."""
     document = _open_document(ls, args.uri)
     if document is None:
-        raise JsonRpcInvalidParams(f"{EDIT_COMMAND}: {args.uri} is not an open document")
+        raise JsonRpcInvalidParams(f"{command}: {args.uri} is not an open document")
     if args.version is not None and document.version != args.version:
-        raise JsonRpcInvalidParams(
-            f"{EDIT_COMMAND}: the document changed (version {document.version}, not {args.version})"
-        )
-    _invalid_params(EDIT_COMMAND, check_size, document.source, ls.settings.max_file_bytes)
+        raise JsonRpcInvalidParams(f"{command}: the document changed (version {document.version}, not {args.version})")
+    _invalid_params(command, check_size, document.source, ls.settings.max_file_bytes)
     return document
 
 

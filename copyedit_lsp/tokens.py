@@ -22,7 +22,7 @@ import numpy as np
 from . import program
 from .edit import ContextOverflow, DecodeError, EditOptions, EditWatch
 from .grammar import digit_choices
-from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, unescape
+from .program import CHANGE_COPY_OPEN, COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, unescape
 
 if TYPE_CHECKING:
     from .llama_model import LlamaModel
@@ -37,7 +37,8 @@ CHECK_CHUNK = 64
 class ProgramTokens:
     """The token ids of the program's fixed pieces in one model's vocabulary."""
 
-    ops: dict[str, list[int]]  # "copy", "gen", "end": the opening of each op
+    ops: dict[str, list[int]]  # "copy", "gen", "end": the opening of each op of an edit program
+    change_copy: list[int]  # the opening of a change copy (apply programs: ``apply_ops``)
     digit: dict[str, int]  # "0".."9" -> its single token
     dash: list[int]
     copy_close: list[int]
@@ -52,6 +53,7 @@ class ProgramTokens:
             raise DecodeError("the model's tokenizer has no single-token digits")
         return cls(
             ops={"copy": tokenize(COPY_OPEN), "gen": tokenize(GEN_OPEN), "end": tokenize(PROGRAM_CLOSE)},
+            change_copy=tokenize(CHANGE_COPY_OPEN),
             digit={c: t[0] for c, t in digits.items()},
             dash=tokenize("-"),
             copy_close=tokenize(COPY_CLOSE),
@@ -62,12 +64,19 @@ class ProgramTokens:
             newline=tokenize("\n"),
         )
 
+    def openings(self, *, file: bool, change: bool) -> dict[str, list[int]]:
+        """The openings of the ops that may come next: a file copy where ``file``, a change copy
+        where ``change`` (an apply program with change lines left), a gen and the end."""
+        found = {kind: tokens for kind, tokens in self.ops.items() if file or kind != "copy"}
+        return found | {"change": self.change_copy} if change else found
+
     def number(self, value: int) -> list[int]:
         return [self.digit[c] for c in str(value)]
 
-    def copy_tag(self, start: int, end: int) -> list[int]:
-        """``<copy lines="start-end"/>``."""
-        return [*self.ops["copy"], *self.number(start), *self.dash, *self.number(end), *self.copy_close]
+    def copy_tag(self, start: int, end: int, *, change: bool = False) -> list[int]:
+        """``<copy lines="start-end"/>`` (``change``: ``<copy change="start-end"/>``)."""
+        opening = self.change_copy if change else self.ops["copy"]
+        return [*opening, *self.number(start), *self.dash, *self.number(end), *self.copy_close]
 
 
 def body_text(body: bytes) -> str:
@@ -120,8 +129,8 @@ class OpeningMask:
     def _scan(self, begun: bytes, line_start: bool) -> list[int]:
         candidates = set(self._with_lt)  # an opening within the token
         for k in range(len(begun)):  # or one begun in the body and completed by the token
-            for opening in UNESCAPED_OPENINGS:
-                if opening.startswith(begun[k:]):
+            for opening in UNESCAPED_OPENINGS:  # (one the body already holds whole, REOPEN, needs no token)
+                if opening.startswith(begun[k:]) and len(begun) - k < len(opening):
                     candidates.update(self._starting_with(opening[len(begun) - k :]))
         return sorted(t for t in candidates if _completes(begun + self.pieces[t], line_start))
 

@@ -6,9 +6,15 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from typing import TypeVar
 
+from .change import Change
 from .config import Settings
-from .edit import Editor, EditResult, ProgressCallback
+from .edit import DecodeError, Editor, EditResult, ProgressCallback
+from .fast_apply import ApplyOutcome, apply_change
+
+T = TypeVar("T")
 
 
 def endpoint(settings: Settings):
@@ -40,6 +46,7 @@ def open_editor(settings: Settings, *, progress: bool = False) -> Editor:
         n_gpu_layers=settings.n_gpu_layers,
         batch_invariant=settings.batch_invariant,
         selector=settings.selector,
+        apply_selector=settings.apply_selector,
         progress=progress,
     )
 
@@ -94,6 +101,35 @@ class Worker:
                 source, instruction, settings.edit_options(language), stop=stop.is_set, on_progress=on_progress
             )
 
+        return await self._queued(work, stop)
+
+    async def apply(
+        self,
+        source: str,
+        change: Change,
+        settings: Settings,
+        *,
+        language: str,
+        instruction: str,
+        partial: bool,
+        shortcut: bool,
+        stop: threading.Event,
+        on_progress: ProgressCallback | None = None,
+    ) -> ApplyOutcome:
+        """Merge one change (:func:`~copyedit_lsp.fast_apply.apply_change`) after the queued edits."""
+
+        def work() -> ApplyOutcome:
+            editor = self._ready(settings)
+            if not hasattr(editor, "apply"):
+                raise DecodeError("applying a change runs on the local model (the backend setting: local)")
+            options = replace(settings.edit_options(language), mode="program", fallback=False)
+            return apply_change(editor, source, change, options, instruction=instruction, partial=partial,
+                                shortcut=shortcut, stop=stop.is_set, on_progress=on_progress)  # fmt: skip
+
+        return await self._queued(work, stop)
+
+    async def _queued(self, work: Callable[[], T], stop: threading.Event) -> T:
+        """``work`` on the decoder's thread after what is queued; a cancelled request stops it."""
         self.running.add(stop)
         future = asyncio.wrap_future(self._executor.submit(work))
         try:

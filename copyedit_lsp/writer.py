@@ -3,7 +3,8 @@
 A decoder chooses tokens and sends them (llama.cpp's batches, a server's requests); the
 :class:`ProgramWriter` holds what the ops written so far decide: the first line the next copy may
 start at, which input lines a gen stood in for, when a run of gens repeats itself, when a gen has
-written out the input's last line, and the program and text at the end.
+written out the input's last line, and the program and text at the end.  An apply program also
+copies the change's lines, forward through them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .edit import decoded_program, repeating, replaced_through
-from .program import Copy, Gen, Op, Program
+from .program import ChangeCopy, Copy, Gen, Op, Program
 from .prompt import SourceView
 from .resolver import resolve
 
@@ -20,20 +21,22 @@ from .resolver import resolve
 class ProgramWriter:
     """The state of one program being written over ``source``.  ``ordered``: a copy starts after
     what the program has copied or rewritten.  ``script``: forced mode's program, whose ops the
-    decoder writes (the writer then judges nothing)."""
+    decoder writes (the writer then judges nothing).  ``change``: an apply program's change lines."""
 
     source: str
     ordered: bool = True
     script: Program | None = None
+    change: tuple[str, ...] = ()
     view: SourceView = field(init=False)
     ops: list[Op] = field(default_factory=list)
     after: int = 1  # the input line after what the program has copied or rewritten
+    change_after: int = 1  # the change line after the program's last change copy
     cut: str | None = None  # "repeated" where the program stopped in a loop of gens
 
     def __post_init__(self) -> None:
         self.view = SourceView.of(self.source)
         if self.script is not None:
-            self.script.validate(self.lines)
+            self.script.validate(self.lines, len(self.change))
 
     @property
     def lines(self) -> int:
@@ -53,10 +56,18 @@ class ProgramWriter:
         """The script's ops not written yet (empty without a script)."""
         return self.script.ops[len(self.ops) :] if self.script is not None else ()
 
-    def copy(self, op: Copy) -> None:
-        """A copy written: the program goes on after its last line."""
+    @property
+    def change_left(self) -> bool:
+        """Whether a change copy may come next (change lines after the last change copy)."""
+        return self.change_after <= len(self.change)
+
+    def copy(self, op: Copy | ChangeCopy) -> None:
+        """A copy written: the program goes on after its last line (of the file or the change)."""
         self.ops.append(op)
-        self.after = op.end + 1
+        if isinstance(op, ChangeCopy):
+            self.change_after = op.end + 1
+        else:
+            self.after = op.end + 1
 
     def doubt(self, line: int) -> None:
         """A checked copy stopped before ``line``: the gen opened there rewrites from it."""
@@ -82,7 +93,7 @@ class ProgramWriter:
             return True
         through = replaced_through(self.view, text, doubted, self.after)
         self.after = max(self.after, through + 1)
-        return self.ordered and through == self.lines
+        return self.ordered and through == self.lines and not self.change_left
 
     def program(self) -> Program:
         """The program of the ops written, gens in the source's line breaks."""
@@ -90,4 +101,4 @@ class ProgramWriter:
 
     def text(self) -> str:
         """The edited text the program resolves to."""
-        return resolve(self.program(), self.source)
+        return resolve(self.program(), self.source, self.change)

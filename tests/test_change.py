@@ -164,12 +164,24 @@ def test_an_apply_program_copies_from_the_file_and_the_change_and_says_where_eac
         parse_program('<program>\n<copy change="2-3"/>\n</program>', 19, 2)
 
 
-def test_the_oracle_apply_program_prefers_the_file_then_the_change_then_gens():
+def test_the_oracle_apply_program_copies_the_changes_runs_then_the_file_then_gens():
+    """The change's runs copied from it, but for their edge lines the file holds right there
+    (copied from the file: its copies end at a line the change shows as it is)."""
     change = read_change("    def get(self, key):\n        return self.data.get(key)\n", "snippet")
     after = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1).replace("import os\n", "import sys\n")
     program = oracle_apply_program(FILE, after, [line.text for line in change.lines])
     assert program.ops == (Gen("import sys\n"), Copy(2, 15), ChangeCopy(2, 2), Copy(17, 19))
     assert resolve(program, FILE, [line.text for line in change.lines]) == after
+    blank_edges = read_change(
+        "    def get(self, key):\n        return 0\n\n    def put(self, key, value):\n", "snippet"
+    )
+    zeroed = FILE.replace("self.data[key]\n", "0\n", 1)
+    assert oracle_apply_program(FILE, zeroed, [line.text for line in blank_edges.lines]).ops == (
+        Copy(1, 15), ChangeCopy(2, 3), Copy(18, 19))  # fmt: skip
+    # a run of short lines is no reason to copy from the change; copies of each source go forward
+    assert oracle_apply_program("a = 1\n", "a = 1\n}\n", ["}\n"]).ops == (Copy(1, 1), Gen("}\n"))
+    swapped = oracle_apply_program("a = 1\n", "y = 20\nx = 10\n", ["x = 10\n", "y = 20\n"])
+    assert swapped.ops == (Gen("y = 20\n"), ChangeCopy(1, 1))
 
 
 def test_the_grammar_admits_change_copies_only_in_apply_programs():
@@ -211,5 +223,8 @@ def test_bench_apply_scores_each_form_and_counts_a_refusal_as_a_miss(tmp_path):
     summary = result["sets"]["files"]["summary"]
     assert set(summary) == {f"{form}/merge" for form in FORMS}
     assert summary["file/merge"]["exact"] == 2 and summary["search-replace/merge"]["exact"] == 2
-    json_path, md_path = write_outputs(result, tmp_path, "apply")
+    json_path, md_path, png_path = write_outputs(result, tmp_path, "apply")
     assert json_path.name == "apply.json.gz" and "| snippet/merge |" in md_path.read_text()
+    assert png_path.read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="need a model"):
+        apply_benchmark({"files": items}, modes=("merge", "program"), progress=False)

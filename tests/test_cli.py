@@ -66,3 +66,44 @@ def test_apply_refuses_an_edit_that_loses_code_unless_allow_loss(tmp_path, tiny_
     assert narrowed.returncode == 0, narrowed.stderr
     assert "copyedit: editing function describe (lines 12-15" in narrowed.stderr
     assert path.read_text().startswith(SHAPES[: SHAPES.index("def describe")])
+
+
+def merge_change(path: Path, change: str, *options: str, model: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``copyedit apply PATH --change - --json`` with the change on stdin."""
+    command = [str(COPYEDIT), "apply", str(path), "--change", "-", "--threads", "2", "--json", *model, *options]
+    return subprocess.run(command, input=change, capture_output=True, text=True, timeout=600)
+
+
+def test_apply_change_merges_blocks_from_stdin_and_writes_them(tmp_path):
+    """Search/replace blocks read from stdin, each placed once: merged (the deterministic merge
+    answers alone: the shortcut), printed as JSON with the apply program, written with ``--write``."""
+    path = tmp_path / "shapes.py"
+    path.write_text(SHAPES)
+    blocks = (
+        "<<<<<<< SEARCH\ndef perimeter(radius):\n    return 2 * math.pi * radius\n=======\n"
+        "def perimeter(width, height):\n    return 2 * (width + height)\n>>>>>>> REPLACE\n"
+    )
+    result = merge_change(path, blocks, "--write")
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert '<copy change="1-2"/>' in printed["program"] and printed["unplaced"] == []
+    assert printed["stats"]["mode"] == "merge"
+    expected = SHAPES.replace("def perimeter(radius):\n    return 2 * math.pi * radius\n",
+                              "def perimeter(width, height):\n    return 2 * (width + height)\n")  # fmt: skip
+    assert path.read_text() == printed["text"] == expected
+
+
+def test_apply_change_refuses_what_it_cannot_place_and_writes_nothing(tmp_path, tiny_model_path):
+    """A search block found nowhere, an empty change, a file that is not UTF-8: exit 2, a clear
+    error, the file unchanged (the model never runs)."""
+    path = tmp_path / "shapes.py"
+    path.write_text(SHAPES)
+    tiny = ("--model", "smollm2-135m")
+    nowhere = "<<<<<<< SEARCH\n    return missing\n=======\n    return 0\n>>>>>>> REPLACE\n"
+    for change, message in ((nowhere, "block 1 ('return missing'): matches nowhere"), ("", "the change is empty")):
+        refused = merge_change(path, change, "--write", model=tiny)
+        assert refused.returncode == 2 and message in refused.stderr and "nothing was changed" in refused.stderr
+        assert path.read_text() == SHAPES
+    (tmp_path / "latin1.py").write_bytes("x = 'é'\n".encode("latin-1"))
+    unreadable = merge_change(tmp_path / "latin1.py", "x = 1\n", model=tiny)
+    assert unreadable.returncode == 2 and "cannot be read as UTF-8" in unreadable.stderr

@@ -1,6 +1,7 @@
 """The decoder on real models: the grammar holds, copies are spliced in one batch, forced mode is exact."""
 
 import itertools
+import random
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 from fixes import fix_problems
 
+from copyedit_lsp.bench.changes import build_change
 from copyedit_lsp.bench.checks import Outcome, run_tests
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
+from copyedit_lsp.change import read_change
 from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import (
@@ -27,6 +30,7 @@ from copyedit_lsp.edit import (
 )
 from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.llama_model import LlamaModel, LlamaModelError, Vocabulary
+from copyedit_lsp.merge import merge
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import GEN_CLOSE, Copy, Gen, Program, parse_program
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
@@ -150,7 +154,7 @@ def test_drafts_guess_the_line_after_a_gen(tiny):
     assert drafter.resume_line("b = 2\nx = 0\nc = 3\n") == 4  # a line inserted
     assert drafter.resume_line("") == 2
     assert tiny.llama.detokenize(drafter.copy_tag(3)) == '<copy lines="3-5"/>\n' and drafter.copy_tag(6) == []
-    assert tiny.llama.detokenize(drafter.next_op(Copy(1, 1), with_body=True)).startswith("<gen>\nb = 2")
+    assert tiny.llama.detokenize(drafter.next_op([Copy(1, 1)], with_body=True)).startswith("<gen>\nb = 2")
 
 
 def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
@@ -488,3 +492,31 @@ def test_a_gen_at_the_decoders_length_cap_is_cut_short_and_refused(tiny):
     assert why == f"the model's output was cut short: {CUTS['max_gen_tokens']}"
     whole = tiny.edit("x = 1\n", "Write many values.", scripted)
     assert whole.cut is None and whole.program == long_gen
+
+
+@pytest.fixture(scope="module")
+def applying(default_model_path):
+    decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2, apply_selector="qwen2.5-coder-0.5b-v4")
+    yield decoder
+    decoder.close()
+
+
+def test_an_apply_drafted_from_the_merge_writes_what_the_model_chooses_in_fewer_steps(applying):
+    """The merge's program is only a draft: with it or without, a selector writes the same apply
+    program (but for near ties), and the draft saves decode steps."""
+    selector = applying
+    items = load_items("humanevalfix-python-files", limit=4, seed=1)
+    steps = {True: 0, False: 0}
+    for item in items:
+        built = build_change(item.before, item.after, "search-replace", "python", random.Random(item.id))
+        change = read_change(built.text)
+        plan = merge(item.before, change).program
+        options = EditOptions(language="python")
+        drafted = selector.apply(item.before, change, options, plan=plan)
+        undrafted = selector.apply(item.before, change, options)
+        steps[True] += drafted.stats.decode_steps
+        steps[False] += undrafted.stats.decode_steps
+        if drafted.tokens != undrafted.tokens:
+            prompt = selector.template.apply_prompt(item.before, change, mode="program", language="python")
+            near_tie(selector, selector.llama.tokenize(prompt, special=True), undrafted.tokens, drafted.tokens)
+    assert steps[True] < steps[False]

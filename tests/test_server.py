@@ -474,6 +474,72 @@ async def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(tiny):
     assert actions and actions[-1].title == "Edit with instruction..."
 
 
+async def run_apply(client: LanguageClient, arguments: dict):
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="copyedit.apply", arguments=[arguments])
+    )
+
+
+async def test_apply_refuses_a_change_it_cannot_place_with_a_clear_error_and_applies_nothing(tiny):
+    """An empty change, markers only, another language's code, a search block found twice or
+    nowhere, a diff of another file, a 5 MB change: each an error that says why; nothing reaches
+    the client and the server keeps serving."""
+    uri, twice = "file:///tmp/apply.py", "file:///tmp/twice.py"
+    open_document(tiny, uri, PYTHON)
+    open_document(tiny, twice, "def a():\n    return 1\n\n\ndef b():\n    return 1\n")
+    block = "<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    bad = [
+        (uri, "", "the change is empty"),
+        (uri, "# ... existing code ...\n# ...\n", "only elision markers"),
+        (uri, "// ...\nfunction area(r) {\n  return Math.PI * r * r;\n}\n", "reads as javascript, not python"),
+        (twice, block, r"block 1 \('return 1'\): matches 2 places \(lines 2, 6\)"),
+        (uri, block, "block 1 .*matches nowhere in the file"),
+        (uri, "--- a/other.py\n+++ b/other.py\n@@ -1,2 +1,2 @@\n import os\n-x = 1\n+x = 2\n", "hunk 1 .*nowhere"),
+        (uri, "x = 1\n" * 900_000, "the change is larger than maxFileBytes"),
+    ]
+    for document, change, message in bad:
+        with pytest.raises(Exception, match=message):
+            await asyncio.wait_for(run_apply(tiny, {"uri": document, "change": change}), 120)
+    assert tiny.applied == []
+    actions = await code_actions(tiny, uri, 4)
+    assert actions and actions[-1].title == "Edit with instruction..."
+
+
+async def test_apply_merges_blocks_reviewed_hunk_by_hunk_one_rejected(qwen):
+    """Two search/replace blocks merged (placed once each: the merge answers): two hunks to
+    confirm, the client takes the first only, and the file is the first change alone.  A snippet
+    the default model merges without an apply selector (a lookup rewrite) is offered only with
+    every line right (a blank line may go: no guard sees it), else refused with why."""
+    uri = "file:///tmp/stats_apply.py"
+    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    open_document(qwen, uri, text)
+    blocks = (
+        '<<<<<<< SEARCH\n    total = 0\n=======\n    if not values:\n        raise ValueError("no values")\n'
+        "    total = 0\n>>>>>>> REPLACE\n<<<<<<< SEARCH\n    return sum((v - m) ** 2 for v in values) / len(values)\n"
+        "=======\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n>>>>>>> REPLACE\n"
+    )
+    first = text.replace(
+        "    total = 0\n", '    if not values:\n        raise ValueError("no values")\n    total = 0\n'
+    )
+    qwen.answers.append({"applied": True, "hunks": [1]})
+    answer = await run_apply(qwen, {"uri": uri, "change": blocks})
+    assert answer["applied"] is True and answer["hunks"] == [1] and answer["edits"] == 2, answer
+    (change,) = qwen.applied[-1].edit.document_changes
+    assert [e.annotation_id for e in change.edits] == ["hunk-1", "hunk-2"]
+    assert all(a.needs_confirmation for a in qwen.applied[-1].edit.change_annotations.values())
+    assert apply_lsp_edits(text, change.edits[:1]) == first
+    assert "(len(values) - 1)" in apply_lsp_edits(text, change.edits)
+    snippet = "def mean(values):\n    if not values:\n        return 0.0\n    total = 0\n# ... existing code ...\n"
+    answer = await run_apply(qwen, {"uri": uri, "change": snippet})
+    if answer["applied"]:  # the base model's lookup rewrite merged it: every line right (blank ones aside)
+        expected = text.replace("    total = 0\n", "    if not values:\n        return 0.0\n    total = 0\n")
+        assert [line for line in answer["text"].splitlines() if line.strip()] == [
+            line for line in expected.splitlines() if line.strip()
+        ]
+    else:
+        assert answer["reason"] and len(qwen.applied) == 1, answer
+
+
 @pytest_lsp.fixture(config=SERVER)
 async def workspace_client(lsp_client: LanguageClient, tmp_path_factory):
     root = tmp_path_factory.mktemp("workspace")

@@ -15,6 +15,7 @@ from copyedit_lsp.tokens import UNESCAPED_OPENINGS, CopyCheck, OpeningMask, Prog
 
 OPS = ProgramTokens(
     ops={"copy": [0, 1], "gen": [0, 2], "end": [3]},
+    change_copy=[0, 4],
     digit={str(d): 10 + d for d in range(10)},
     dash=[20],
     copy_close=[21],

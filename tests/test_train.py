@@ -18,14 +18,15 @@ from hypothesis import strategies as st
 from strategies import edits
 
 from copyedit_lsp import selector as selectors
+from copyedit_lsp.change import read_change
 from copyedit_lsp.datasets import data_dir, load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions
 from copyedit_lsp.llama_model import LlamaModel, LlamaModelError, Vocabulary
 from copyedit_lsp.models import ModelError
-from copyedit_lsp.program import Copy, Gen, parse_program
+from copyedit_lsp.program import ChangeCopy, Copy, Gen, parse_program
 from copyedit_lsp.prompt import ChatTemplate, SourceView
-from copyedit_lsp.resolver import oracle_program, resolve
+from copyedit_lsp.resolver import oracle_apply_program, oracle_program, resolve
 from copyedit_lsp.selector import resolve_selector
 from copyedit_lsp.train.data import (
     INTENT_PHRASES,
@@ -198,6 +199,36 @@ def test_training_sequence_is_what_the_decoder_runs(default_model_path):
             assert vocab.tokenize(prompt, special=True) == decoder.prompt(
                 before, instruction, EditOptions(examples="none")
             )
+    finally:
+        vocab.close()
+        decoder.close()
+
+
+# Hand-written changes of every form for some of the edits above (before, change, after).
+APPLY_EDITS = [
+    (EDITS[0][0], 'def f(x):\n    """Identity."""\n    # ... the rest as it was ...\n', EDITS[0][1]),
+    (EDITS[1][0], "<<<<<<< SEARCH\nb = 2\n=======\nb = 20\n>>>>>>> REPLACE\n", EDITS[1][1]),
+    (EDITS[2][0], "@@ -1,2 +1,1 @@\n import os\n-import sys\n \n", EDITS[2][1]),
+    (EDITS[3][0], EDITS[3][1], EDITS[3][1]),
+    (EDITS[5][0], "# ...\nv10 = 10\nv11 = 0\nv12 = 12\n# ...\n", EDITS[5][1]),
+]
+
+
+@pytest.mark.model
+def test_apply_training_sequence_is_what_the_decoder_runs(default_model_path):
+    """The same for apply programs: change copies spliced from the change's lines, in order."""
+    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
+    vocab = Vocabulary(default_model_path)
+    try:
+        for before, given, after in APPLY_EDITS:
+            change = read_change(given)
+            program = oracle_apply_program(before, after, [line.text for line in change.lines])
+            assert any(isinstance(op, ChangeCopy) for op in program.ops), given
+            result = decoder.apply(before, change, EditOptions(mode="forced", program=program))
+            assert result.text == after
+            sequence = answer_sequence(program, before, vocab.tokenize, vocab.piece, change=change)
+            assert list(result.tokens) == sequence.tokens, given
+            assert result.stats.chosen_tokens == sequence.targets, given
     finally:
         vocab.close()
         decoder.close()

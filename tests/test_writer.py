@@ -2,7 +2,7 @@
 
 import pytest
 
-from copyedit_lsp.program import Copy, Gen, Program, ProgramError
+from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program, ProgramError
 from copyedit_lsp.writer import ProgramWriter
 
 SOURCE = "def area(w, h):\n    result = w * h\n    return result\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"
@@ -73,3 +73,18 @@ def test_a_script_is_followed_op_by_op_and_judged_by_nothing():
     assert writer.goal() is None and writer.rest() == ()
     with pytest.raises(ProgramError):
         ProgramWriter(SOURCE, script=Program((Copy(1, 9),)))
+
+
+def test_an_apply_program_copies_the_change_in_order_and_ends_only_when_both_are_written_out():
+    change = ("def perimeter(w, h):\n", "    return 2 * w + 2 * h\n")
+    writer = ProgramWriter(SOURCE, change=change)
+    assert writer.change_left and writer.change_after == 1
+    writer.copy(Copy(1, 5))
+    writer.copy(ChangeCopy(1, 2))
+    assert writer.first == 6 and writer.change_after == 3 and not writer.change_left
+    assert writer.text() == SOURCE.replace("2 * (w + h)", "2 * w + 2 * h")
+    early = ProgramWriter(SOURCE, change=change)
+    early.copy(Copy(1, 5))
+    assert not early.gen("def perimeter(w, h):\n    return 2 * (w + h)\n")  # the file is written out, the change is not
+    with pytest.raises(ProgramError, match="change lines 1-3 is outside 1..2"):
+        ProgramWriter(SOURCE, script=Program((ChangeCopy(1, 3),)), change=change)

@@ -1,9 +1,14 @@
 """``copyedit bench apply``: changes built from the shared data's gold edits (:mod:`.changes`) in
-every form, merged into the file, scored against the gold, item by item.
+every form, merged into the file, scored against the gold, item by item, the modes interleaved.
 
-Modes: ``merge``, the deterministic merge (:mod:`~copyedit_lsp.merge`), the baseline. A change
-with a part that cannot be placed is not applied (the benchmark scores what a user gets without
-``--partial``): a refusal counts as a miss, never as lost code.
+Modes (:data:`MODES`): ``merge``, the deterministic merge (:mod:`~copyedit_lsp.merge`), the
+baseline; ``program``, the model's apply program as a user gets it (:func:`~copyedit_lsp.fast_apply.apply_change`:
+drafted from the merge, refused where a part is not placed or code is lost; the merge never
+answers for it); ``oracle``, the oracle apply program in forced mode (what a perfect selector
+costs); ``rewrite``, the base model writing the merged file out given the change (as FastApply
+does); ``lookup``, that rewrite with prompt lookup over the file and the change (the local
+analogue of Predicted Outputs).  Rewrite and lookup are scored as they come, unguarded. A
+refusal counts as a miss, never as lost code.
 """
 
 from __future__ import annotations
@@ -14,73 +19,128 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from ..change import FORMS, read_change
+from ..change import FORMS, Change, ChangeError, change_lines, read_change
 from ..datasets import EditItem
+from ..edit import EditOptions, EditResult
+from ..fast_apply import answers_alone, apply_change
 from ..merge import merge
-from ..reports import markdown_table, write_json
+from ..reports import markdown_table, side_by_side, write_json
+from ..resolver import oracle_apply_program
 from .changes import SLICES, build_change, score
 from .checks import run_tests
 
-MODES = ("merge",)
+if TYPE_CHECKING:
+    from ..decoder import Decoder
+
+MODES = ("merge", "program", "oracle", "rewrite", "lookup")
+MODEL_MODES = MODES[1:]
 
 
 def apply_benchmark(
-    sets: dict[str, list[EditItem]], *, forms: Sequence[str] = FORMS, seed: int = 0, progress: bool = True
+    sets: dict[str, list[EditItem]],
+    *,
+    forms: Sequence[str] = FORMS,
+    modes: Sequence[str] = ("merge",),
+    applier: Decoder | None = None,
+    seed: int = 0,
+    progress: bool = True,
 ) -> dict:
     """Every item of ``sets`` as a change of each form (drawn by ``seed`` and the item), merged by
-    each mode; rows and a summary per set."""
-    unknown = set(forms) - set(FORMS)
+    each mode in turn (``applier`` runs the model's); rows and a summary per set."""
+    unknown = (set(forms) - set(FORMS)) | (set(modes) - set(MODES))
     if unknown:
-        raise ValueError(f"unknown change forms {sorted(unknown)}; choose from {list(FORMS)}")
-    result: dict = {"modes": list(MODES), "forms": list(forms), "seed": seed, "sets": {}}
-    total = sum(len(items) for items in sets.values()) * len(forms) * len(MODES)
+        raise ValueError(f"unknown forms or modes {sorted(unknown)}; choose from {list(FORMS)} and {list(MODES)}")
+    if applier is None and set(modes) & set(MODEL_MODES):
+        raise ValueError(f"the modes {', '.join(MODEL_MODES)} need a model")
+    result: dict = {"modes": list(modes), "forms": list(forms), "seed": seed, "sets": {}}
+    total = sum(len(items) for items in sets.values()) * len(forms) * len(modes)
     with tqdm(total=total, desc="bench apply", unit=" changes", file=sys.stderr, disable=not progress) as bar:
         for set_name, items in sets.items():
             rows = []
             for item in items:
                 for form in forms:
-                    rows.append({"set": set_name} | _measure(item, form, seed))
-                    bar.update()
-            result["sets"][set_name] = {"rows": rows, "summary": summarize(rows)}
+                    for mode in modes:
+                        rows.append({"set": set_name} | _measure(item, form, mode, applier, seed))
+                        bar.update()
+            result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
 
-def _measure(item: EditItem, form: str, seed: int) -> dict:
-    """One item's change of ``form``, merged, scored and tested."""
+def _merged(
+    item: EditItem, change: Change, mode: str, applier: Decoder | None
+) -> tuple[str | None, tuple[str, ...], dict]:
+    """What ``mode`` makes of ``change``: the text offered (None: refused), the parts it did not
+    place, and the model's figures."""
+    if mode == "merge":
+        merged = merge(item.before, change)
+        offered = merged.text if merged.program is not None and not merged.unplaced else None
+        return offered, merged.unplaced, {}
+    assert applier is not None
+    options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language)
+    if mode == "program":
+        try:
+            applied = apply_change(applier, item.before, change, options)
+        except ChangeError as error:
+            return None, (str(error),), {}
+        result = applied.result
+        shortcut = {"shortcut": answers_alone(change, applied.merged)}  # where the merge would have answered
+        return (result.text if applied.complete else None), applied.unplaced, _figures(result) | shortcut
+    if mode == "oracle":
+        program = oracle_apply_program(item.before, item.after, change_lines(change))
+        options = EditOptions(mode="forced", program=program, language=item.language)
+    result = applier.apply(item.before, change, options)
+    return (result.text if result.cut is None else None), (), _figures(result)
+
+
+def _figures(result: EditResult) -> dict:
+    return {
+        "program": result.program.to_text() if result.program is not None else None,
+        "cut": result.cut,
+        "loss": result.loss.to_dict() if result.loss is not None else None,
+        "chosen_tokens": result.stats.chosen_tokens,
+        "spliced_tokens": result.stats.spliced_tokens,
+        "eval_calls": result.stats.eval_calls,
+    }
+
+
+def _measure(item: EditItem, form: str, mode: str, applier: Decoder | None, seed: int) -> dict:
+    """One item's change of ``form``, merged by ``mode``, scored and tested."""
     built = build_change(item.before, item.after, form, item.language, random.Random(f"{seed}/{item.id}/{form}"))
     change = read_change(built.text, form)
     started = time.perf_counter()
-    merged = merge(item.before, change)
+    applied, unplaced, figures = _merged(item, change, mode, applier)
     seconds = time.perf_counter() - started
-    applied = merged.text if merged.program is not None and not merged.unplaced else None
     scored = score(item.before, item.after, change, applied)
     verdict = run_tests(item, applied) if applied is not None else None
     return {
         "id": item.id,
         "form": form,
-        "mode": "merge",
+        "mode": mode,
         "context": built.context,
         "hard": list(built.hard),
         "applied": applied is not None,
-        "unplaced": list(merged.unplaced),
+        "unplaced": list(unplaced),
         "exact": scored.exact,
         "passed": verdict.outcome.passed if verdict is not None else False,
         "lines_lost": scored.lines_lost,
         "change_dropped": scored.change_dropped,
         "invented": scored.invented,
         "seconds": seconds,
-    }
+    } | figures
 
 
-def summarize(rows: list[dict]) -> dict[str, dict]:
+def summarize(rows: list[dict], modes: Sequence[str] = MODES) -> dict[str, dict]:
     """Per form and mode: changes, applied, exact, tests passed, lines lost, change lines dropped,
-    lines invented, median seconds, and exact per hard slice."""
+    lines invented, median seconds, the median of rewrite's time over the mode's (each item's own
+    ratio; where rewrite ran), and exact per hard slice."""
     summary: dict[str, dict] = {}
     for form in dict.fromkeys(row["form"] for row in rows):
-        for mode in MODES:
+        rewrite = {row["id"]: row["seconds"] for row in rows if row["form"] == form and row["mode"] == "rewrite"}
+        for mode in modes:
             mine = [row for row in rows if row["form"] == form and row["mode"] == mode]
             if not mine:
                 continue
@@ -92,7 +152,11 @@ def summarize(rows: list[dict]) -> dict[str, dict]:
                 "lines_lost": sum(row["lines_lost"] for row in mine),
                 "change_dropped": sum(row["change_dropped"] for row in mine),
                 "invented": sum(row["invented"] for row in mine),
+                "shortcut": sum(row.get("shortcut", False) for row in mine),
                 "median_seconds": statistics.median(row["seconds"] for row in mine),
+                "speed_over_rewrite": statistics.median(rewrite[row["id"]] / row["seconds"] for row in mine)
+                if rewrite and all(row["id"] in rewrite for row in mine)
+                else None,
                 "hard": {
                     kind: [sum(row["exact"] for row in hard), len(hard)]
                     for kind in SLICES
@@ -110,19 +174,39 @@ def format_tables(result: dict) -> str:
         for key, entry in data["summary"].items():
             n = entry["changes"]
             hard = ", ".join(f"{kind} {exact}/{count}" for kind, (exact, count) in entry["hard"].items()) or "-"
+            speed = f"{entry['speed_over_rewrite']:.2f}x" if entry.get("speed_over_rewrite") else "-"
             rows.append(
                 [key, f"{entry['applied']}/{n}", f"{entry['exact']}/{n}", f"{entry['passed']}/{n}", entry["lines_lost"],
-                 entry["change_dropped"], entry["invented"], f"{1000 * entry['median_seconds']:.1f} ms", hard]
+                 entry["change_dropped"], entry["invented"], f"{1000 * entry['median_seconds']:.1f} ms", speed, hard]
             )  # fmt: skip
         headers = ["form/mode", "applied", "exact", "tests passed", "lines lost", "change lines dropped",
-                   "lines invented", "median time", "exact on the hard slices"]  # fmt: skip
-        parts.append(f"**{set_name}**\n\n" + markdown_table(headers, rows, right=range(1, 8)))
+                   "lines invented", "median time", "speed over rewrite", "exact on the hard slices"]  # fmt: skip
+        parts.append(f"**{set_name}**\n\n" + markdown_table(headers, rows, right=range(1, 9)))
     return "\n\n".join(parts)
 
 
-def write_outputs(result: dict, out_dir: Path, stem: str = "apply") -> tuple[Path, Path]:
-    """``<stem>.json.gz`` (every row) and ``<stem>.md`` (the tables)."""
+def write_outputs(result: dict, out_dir: Path, stem: str = "apply") -> tuple[Path, Path, Path]:
+    """``<stem>.json.gz`` (every row), ``<stem>.md`` (the tables) and ``<stem>.png`` (exact per
+    form and mode, and the median speed over rewrite where rewrite ran), the sets pooled."""
     json_path = write_json(result, out_dir, stem, indent=None, compress=True)
-    md_path = Path(out_dir) / f"{stem}.md"
+    md_path, png_path = Path(out_dir) / f"{stem}.md", Path(out_dir) / f"{stem}.png"
     md_path.write_text(format_tables(result) + "\n", encoding="utf-8")
-    return json_path, md_path
+    rows = [row for data in result["sets"].values() for row in data["rows"]]
+    pooled = summarize(rows, result["modes"])
+    figure, quality, speed = side_by_side()
+    forms, modes = result["forms"], result["modes"]
+    width = 0.8 / max(len(modes), 1)
+    for k, mode in enumerate(modes):
+        xs = [i + k * width for i in range(len(forms))]
+        entries = [pooled.get(f"{form}/{mode}", {}) for form in forms]
+        bars = quality.bar(xs, [100 * e["exact"] / e["changes"] if e else 0 for e in entries], width, label=mode)
+        speeds = [e.get("speed_over_rewrite") or 0 for e in entries]
+        speed.bar(xs, speeds, width, color=bars[0].get_facecolor(), label=mode)
+    for axis, title in ((quality, "exact, % of changes (a refusal is a miss)"), (speed, "median speed over rewrite")):
+        axis.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(forms))], forms, fontsize=8)
+        axis.set_title(title, fontsize=10)
+    speed.axhline(1.0, color="grey", linewidth=0.8)
+    quality.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(png_path, dpi=110)
+    return json_path, md_path, png_path

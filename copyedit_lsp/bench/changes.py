@@ -14,7 +14,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from ..change import Change
+from ..change import Change, ended, write_hunk
 from ..merge import anchors
 from ..resolver import split_lines
 
@@ -84,7 +84,7 @@ def build_change(
         return BuiltChange(form, _snippet(a, b, spans, marker), context, hard)
     if form == "search-replace":
         blocks = [
-            f"<<<<<<< SEARCH\n{''.join(_ended(a[i1:i2]))}=======\n{''.join(_ended(b[j1:j2]))}>>>>>>> REPLACE\n"
+            f"<<<<<<< SEARCH\n{''.join(ended(a[i1:i2]))}=======\n{''.join(ended(b[j1:j2]))}>>>>>>> REPLACE\n"
             for i1, i2, j1, j2 in spans
         ]
         return BuiltChange(form, "\n".join(blocks), context, hard)
@@ -98,18 +98,13 @@ def _repeated(lines: list[str], anchor: list[str]) -> bool:
     return sum(stripped[i : i + n] == want for i in range(len(lines) - n + 1)) > 1
 
 
-def _ended(lines: list[str]) -> list[str]:
-    """``lines`` with a line break after the last (a file's last line may lack one)."""
-    return [*lines[:-1], lines[-1] if lines[-1].endswith(("\n", "\r")) else lines[-1] + "\n"] if lines else []
-
-
 def _snippet(a: list[str], b: list[str], spans: list[tuple[int, int, int, int]], marker: str) -> str:
     """The after text's changed regions with their context, a marker wherever the file's code is kept."""
     parts, cursor = [], 0
     for i1, i2, j1, j2 in spans:
         if i1 > cursor:
             parts.append(marker + "\n")
-        parts += _ended(b[j1:j2])
+        parts += ended(b[j1:j2])
         cursor = i2
     if cursor < len(a):
         parts.append(marker + "\n")
@@ -123,14 +118,7 @@ def _diff(a: list[str], b: list[str], spans: list[tuple[int, int, int, int]], rn
     for i1, i2, j1, j2 in spans:
         shift = rng.randint(3, 12) if style == "wrong" else 0
         header = "@@ ... @@" if style == "missing" else f"@@ -{i1 + 1 + shift},{i2 - i1} +{j1 + 1 + shift},{j2 - j1} @@"
-        body = []
-        for tag, x1, x2, y1, y2 in difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False).get_opcodes():
-            if tag == "equal":
-                body += [" " + line for line in _ended(a[i1 + x1 : i1 + x2])]
-            else:
-                body += ["-" + line for line in _ended(a[i1 + x1 : i1 + x2])]
-                body += ["+" + line for line in _ended(b[j1 + y1 : j1 + y2])]
-        hunks.append(header + "\n" + "".join(body))
+        hunks.append(write_hunk(header, a[i1:i2], b[j1:j2]))
     return "".join(hunks)
 
 

@@ -42,7 +42,7 @@ from ..loss import lost_code
 from ..program import ProgramError, parse_program
 from ..prompt import SourceView
 from ..region import choice_names, narrowed_scope
-from ..reports import markdown_table, write_json
+from ..reports import markdown_table, side_by_side, write_json
 from ..resolver import oracle_program, split_lines
 from .checks import Outcome, run_tests
 
@@ -523,15 +523,10 @@ def format_tables(result: dict) -> str:
 def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Path, Path, Path]:
     """``<stem>.json.gz`` (every row: a run's JSON is large and compresses 20-fold), ``<stem>.md`` and
     ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     json_path = write_json(result, out_dir, stem, indent=None, compress=True)
     md_path, png_path = Path(out_dir) / f"{stem}.md", Path(out_dir) / f"{stem}.png"
     md_path.write_text(format_tables(result) + "\n")
-    figure = Figure(figsize=(11, 4.2))
-    FigureCanvasAgg(figure)
-    quality, speed = figure.subplots(1, 2)
+    figure, quality, speed = side_by_side()
     sets = list(result["sets"])
     modes = result["modes"]
     width = 0.8 / max(len(modes), 1)

@@ -19,7 +19,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 CPU_FLAGS = ("avx", "avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "f16c", "fma")
 
 
-def run_manifest(*, model: str | None, selector: str | None, threads: int | None, backend: str = "local") -> dict:
+def run_manifest(
+    *, model: str | None, selector: str | None, threads: int | None, backend: str = "local", task: str = "edit"
+) -> dict:
     """The manifest of a run started by this process's command line: commit, date, machine, the
     llama.cpp build, threads, the model and the span selector by sha256 (None where a run has none;
     a ``backend`` without "local" loads no selector)."""
@@ -32,7 +34,7 @@ def run_manifest(*, model: str | None, selector: str | None, threads: int | None
         "threads": threads,
         "backend": backend,
         "model": _model(model) if model else None,
-        "selector": _selector(selector, model) if selector and model and "local" in backend else None,
+        "selector": _selector(selector, model, task) if selector and model and "local" in backend else None,
     }
 
 
@@ -95,9 +97,9 @@ def _model(model: str) -> dict:
     return {"name": model, "sha256": sha256_file(path)}
 
 
-def _selector(setting: str, model: str) -> dict | None:
-    """The span selector the ``selector`` setting gives ``model``, by name and sha256."""
-    selector = resolve_selector(setting, model if model in MODELS else "")
+def _selector(setting: str, model: str, task: str) -> dict | None:
+    """The span selector of ``task`` the setting gives ``model``, by name and sha256."""
+    selector = resolve_selector(setting, model if model in MODELS else "", task)
     if selector is None:
         return None
     return {"name": selector.name, "sha256": selector.sha256 or sha256_file(selector.path)}

@@ -143,7 +143,8 @@ PHRASES = {
 
 @dataclass(frozen=True)
 class Example:
-    """One training edit: the instruction and the region before and after."""
+    """One training edit: the instruction and the region before and after; for an apply (kind
+    ``apply-<form>``), the change that turns one into the other (:mod:`.changes`)."""
 
     kind: str
     language: str
@@ -151,6 +152,7 @@ class Example:
     before: str
     after: str
     origin: str  # the file and line the region came from
+    change: str = ""
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()

@@ -15,14 +15,17 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import random
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ..change import change_lines, read_change
 from ..models import sha256_file
 from ..prompt import ChatTemplate
 from ..reports import markdown_table
-from ..resolver import oracle_program
+from ..resolver import oracle_apply_program, oracle_program
+from .changes import draw_form, training_change
 from .data import (
     Example,
     Recipe,
@@ -35,7 +38,7 @@ from .data import (
     sources,
 )
 from .lora import TrainOptions
-from .sequence import answer_sequence, widened
+from .sequence import TrainingSequence, answer_sequence, widened
 
 VAL_EVERY = 20  # one edit in 20 is held out
 
@@ -53,6 +56,8 @@ class TrainPlan:
     widen: int = 0  # each change begun up to this many lines earlier in the target programs (sequence.widened)
     init: Path | None = None  # an adapter GGUF the LoRA starts from (a second stage), else a new LoRA
     examples: str = "none"  # the prompt's few-shot set while training and with the adapter
+    apply_share: float = 0.0  # of the edits, those learned as an apply of a change that makes them (.changes)
+    max_apply_lines: int = 80  # an apply's file is at most this long
     node_modules: Path = field(default_factory=node_modules_default)
     options: TrainOptions = TrainOptions()
 
@@ -83,7 +88,7 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
         from ..decoder import Decoder
         from .distill import distill, distill_fixes
 
-        decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, adapter="none")  # the base model
+        decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, selector="none")  # the base model
         try:
             if plan.distill_fixes:
                 bugs = [e for e in examples if e.kind == "bug" and e.language in plan.fix_languages]
@@ -109,9 +114,25 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
                 examples += [e for e in distilled if not leaks(e, forbidden)]
         finally:
             decoder.close()
+    examples = as_applies(examples, plan)
     check_no_leak(examples, forbidden)
     _write_jsonl(path, [e.to_dict() for e in examples])
     return examples
+
+
+def as_applies(examples: list[Example], plan: TrainPlan) -> list[Example]:
+    """``plan.apply_share`` of the edits (those of a file short enough, drawn by the seed) as
+    applies: the change an assistant would write for the edit, in a drawn form, with noise."""
+    rng = random.Random(f"apply/{plan.recipe.seed}")
+    found = []
+    for example in examples:
+        short = example.before.count("\n") <= plan.max_apply_lines
+        if short and example.before != example.after and rng.random() < plan.apply_share:
+            form = draw_form(rng)
+            change = training_change(example.before, example.after, form, example.language, rng)
+            example = replace(example, kind=f"apply-{form}", instruction="", change=change)
+        found.append(example)
+    return found
 
 
 def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) -> list[dict]:
@@ -126,19 +147,22 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
         template = ChatTemplate(vocab.metadata)
         rows = []
         for example in examples:
-            prompt = vocab.tokenize(
-                template.edit_prompt(
-                    example.before,
-                    example.instruction,
-                    mode="program",
-                    splice="prefill",
-                    language=example.language,
-                    examples=plan.examples,
-                ),
-                special=True,
-            )
-            program = widened(oracle_program(example.before, example.after), example.before, plan.widen)
-            answer = answer_sequence(program, example.before, vocab.tokenize, vocab.piece)
+            if example.change:
+                prompt, answer = _apply_sequence(example, template, vocab)
+            else:
+                prompt = vocab.tokenize(
+                    template.edit_prompt(
+                        example.before,
+                        example.instruction,
+                        mode="program",
+                        splice="prefill",
+                        language=example.language,
+                        examples=plan.examples,
+                    ),
+                    special=True,
+                )
+                program = widened(oracle_program(example.before, example.after), example.before, plan.widen)
+                answer = answer_sequence(program, example.before, vocab.tokenize, vocab.piece)
             digest = int(hashlib.sha256((example.before + example.instruction).encode()).hexdigest(), 16)
             rows.append(
                 {
@@ -153,6 +177,15 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
         vocab.close()
     _write_jsonl(path, rows)
     return rows
+
+
+def _apply_sequence(example: Example, template: ChatTemplate, vocab) -> tuple[list[int], TrainingSequence]:
+    """An apply's prompt and its oracle apply program as the decoder runs them."""
+    change = read_change(example.change, example.kind.removeprefix("apply-"))
+    prompt = template.apply_prompt(example.before, change, mode="program", language=example.language)
+    program = oracle_apply_program(example.before, example.after, change_lines(change))
+    answer = answer_sequence(program, example.before, vocab.tokenize, vocab.piece, change=change)
+    return vocab.tokenize(prompt, special=True), answer
 
 
 def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adapter: Path) -> dict:

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..change import Change
 from ..grammar import digit_choices
-from ..program import GEN_CLOSE, Copy, Gen, Program, op_kind
-from ..prompt import SourceView, as_model_sees
+from ..program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, op_kind
+from ..prompt import SourceView, as_model_sees, change_view
 from ..resolver import merged, split_lines
 from ..tokens import ProgramTokens
 
@@ -40,26 +41,35 @@ class TrainingSequence:
 
 
 def answer_sequence(
-    program: Program, source: str, tokenize: Tokenize, piece: Callable[[int], bytes], *, ordered: bool = True
+    program: Program,
+    source: str,
+    tokenize: Tokenize,
+    piece: Callable[[int], bytes],
+    *,
+    ordered: bool = True,
+    change: Change | None = None,
 ) -> TrainingSequence:
     """The answer after ``<program>\\n``: every op and ``</program>`` with the loss mask of inference.
 
-    ``ordered``: copies may start only after the previous copy (the decoder's ordered constraint)."""
+    ``ordered``: copies may start only after the previous copy (the decoder's ordered constraint);
+    ``change``: an apply program's change, whose lines its change copies splice (always in order)."""
     pieces = ProgramTokens.of(tokenize)
-    view = SourceView.of(source)
-    n = len(view.lines)
+    views = {Copy: SourceView.of(source), ChangeCopy: change_view(change) if change is not None else SourceView(())}
+    first = {Copy: 1, ChangeCopy: 1}
     sequence = TrainingSequence()
-    first = 1
     for op in (*program.ops, None):
-        kinds = pieces.ops if first <= n else {k: v for k, v in pieces.ops.items() if k != "copy"}
+        kinds = pieces.openings(
+            file=first[Copy] <= len(views[Copy].lines), change=first[ChangeCopy] <= len(views[ChangeCopy].lines)
+        )
         _walk(sequence, kinds, op_kind(op))
         if op is None:
             break
-        if isinstance(op, Copy):
-            _number(sequence, pieces, op.start, first, n, pieces.dash)
-            _number(sequence, pieces, op.end, op.start, n, pieces.copy_close)
+        if isinstance(op, Copy | ChangeCopy):
+            view = views[type(op)]
+            _number(sequence, pieces, op.start, first[type(op)], len(view.lines), pieces.dash)
+            _number(sequence, pieces, op.end, op.start, len(view.lines), pieces.copy_close)
             sequence.add(tokenize(view.span(op.start, op.end)), chosen=False)
-            first = op.end + 1 if ordered else 1
+            first[type(op)] = op.end + 1 if ordered or isinstance(op, ChangeCopy) else 1
         else:
             _gen_body(sequence, pieces, tokenize(as_model_sees(op.text) + GEN_CLOSE), piece)
     return sequence

@@ -5,6 +5,7 @@ export interface ServerSettings {
   model?: string;
   mode?: string;
   selector?: string;
+  applySelector?: string;
   splice?: string;
   copyCheck?: number;
   fallback?: boolean;
@@ -42,6 +43,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: "model", key: "model", type: "string" },
   { name: "mode", key: "mode", type: "string", choices: ["program", "rewrite", "lookup"] },
   { name: "selector", key: "selector", type: "string", was: "adapter" },
+  { name: "applySelector", key: "applySelector", type: "string" },
   { name: "splice", key: "splice", type: "string", choices: ["prefill", "none"] },
   { name: "copyCheck", key: "copyCheck", type: "number", minimum: 0, exclusiveMaximum: 1 },
   { name: "fallback", key: "fallback", type: "boolean" },

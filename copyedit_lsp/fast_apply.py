@@ -1,0 +1,214 @@
+"""Fast apply: a change an assistant wrote, merged into a file by the model's apply program and
+checked before anyone is offered it.
+
+Before the model runs, a change is refused (:class:`~copyedit_lsp.change.ChangeError`) whose code
+is another language's, or whose search/replace blocks or diff hunks the deterministic merge
+(:mod:`.merge`) finds nowhere or in more than one place (unless ``partial``: the rest is applied).
+The merge's program is the decoder's draft (kept only where the model chooses the same ops, so the
+result is the model's).  The result is then checked: every part of the change must show in it
+(:func:`unplaced_parts`; else the apply is refused, or with ``partial`` taken with the parts
+named), and it may lose no code but what the change deletes on purpose
+(:func:`~copyedit_lsp.loss.lost_code`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from .change import Change, ChangeError
+from .edit import EditOptions, EditResult, EditStats, ProgressCallback, StopFlag
+from .loss import Loss, lost_code
+from .merge import Merged, merge
+from .program import Program
+from .resolver import split_lines
+from .scope import LANGUAGES, syntax_errors
+
+
+class Applier(Protocol):
+    """What runs apply programs: the local decoder."""
+
+    def apply(
+        self,
+        source: str,
+        change: Change,
+        options: EditOptions = ...,
+        *,
+        instruction: str = "",
+        plan: Program | None = None,
+        stop: StopFlag | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> EditResult: ...
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """An apply's result (its ``loss`` the code it drops that the change does not delete), the
+    parts of the change it lacks, and the deterministic merge it was drafted from."""
+
+    result: EditResult
+    unplaced: tuple[str, ...]
+    merged: Merged
+    invented: tuple[str, ...] = ()  # lines the result writes that are in neither the file nor the change
+
+    @property
+    def complete(self) -> bool:
+        """Whether it may be offered as it is: not cut short, every part placed, nothing lost,
+        nothing written that the file and the change do not hold."""
+        return self.result.cut is None and not self.unplaced and self.result.loss is None and not self.invented
+
+    def refusal(self, partial: bool = False) -> str | None:
+        """Why the result must not be applied, but for the code it loses (asked about apart), or
+        None; ``partial`` takes a result that lacks parts of the change."""
+        if self.invented:
+            shown = ", ".join(repr(line) for line in self.invented[:3])
+            return f"the result writes lines in neither the file nor the change ({shown})"
+        if self.unplaced and not partial:
+            return "a part of the change could not be placed: " + "; ".join(self.unplaced)
+        return None
+
+
+def apply_change(
+    applier: Applier,
+    text: str,
+    change: Change,
+    options: EditOptions,
+    *,
+    instruction: str = "",
+    partial: bool = False,
+    shortcut: bool = False,
+    stop: StopFlag | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> ApplyOutcome:
+    """``change`` merged into ``text`` by ``applier``'s apply program, checked; raises
+    :class:`~copyedit_lsp.change.ChangeError` for a change that cannot be applied.  With
+    ``shortcut``, a change the merge places unambiguously (:func:`answers_alone`) is the merge's,
+    without the model (its stats' mode says ``merge``)."""
+    other = other_language(change, text, options.language)
+    if other is not None:
+        raise ChangeError(f"the change's code reads as {other}, not {options.language}")
+    merged = merge(text, change)
+    anchored = [part for part in merged.unplaced if not part.startswith("part ")]  # blocks and hunks
+    if anchored and (not partial or len(anchored) == len(change.pieces)):
+        raise ChangeError("not placed: " + "; ".join(anchored))
+    if shortcut and answers_alone(change, merged) and merged.program is not None:
+        result = EditResult(merged.program, merged.text, EditStats(mode="merge"))
+    else:
+        result = applier.apply(
+            text, change, options, instruction=instruction, plan=merged.program, stop=stop, on_progress=on_progress
+        )
+    if result.cut is None:
+        result = replace(result, loss=apply_loss(text, result.text, change, options.language, instruction))
+    named = {part.split(": ", 1)[0] for part in anchored}
+    lacking = [part for part in unplaced_parts(change, text, result.text) if part.split(": ", 1)[0] not in named]
+    unplaced = (*anchored, *lacking)
+    return ApplyOutcome(result, unplaced, merged, invented_lines(text, result.text, change))
+
+
+def invented_lines(before: str, after: str, change: Change) -> tuple[str, ...]:
+    """The lines of ``after`` (stripped, not blank) in neither ``before`` nor ``change``: a merge
+    writes the file's lines and the change's, re-indented at most."""
+    known = {line.strip() for line in split_lines(before)} | {line.text.strip() for line in change.lines}
+    return tuple(dict.fromkeys(key for line in split_lines(after) if (key := line.strip()) and key not in known))
+
+
+def answers_alone(change: Change, merged: Merged) -> bool:
+    """Whether the merge's answer needs no model: search/replace blocks, diff hunks or a whole file
+    (explicit anchors, never a snippet's guessed edges), every one placed once."""
+    return change.form != "snippet" and merged.program is not None and not merged.unplaced
+
+
+def other_language(change: Change, text: str, language: str) -> str | None:
+    """The language the change's code is written in where it is not ``language``: it parses
+    without an error as another one, and with errors as ``language``, which ``text`` parses in
+    without any."""
+    if language not in LANGUAGES:
+        return None
+    code = textwrap.dedent("".join(line.text for line in change.lines if not line.marker))
+    if not syntax_errors(code, language) or syntax_errors(text, language):
+        return None
+    return next(
+        (other for other in ("python", "javascript") if other != language and not syntax_errors(code, other)), None
+    )
+
+
+def apply_loss(before: str, after: str, change: Change, language: str, instruction: str = "") -> Loss | None:
+    """What ``after`` loses of ``before`` that ``change`` does not delete: the edit's loss
+    (:func:`~copyedit_lsp.loss.lost_code`) and, stricter, every single line dropped
+    (:func:`dropped_lines`), for a change says exactly what it replaces."""
+    loss = lost_code(before, after, language, instruction, change.deleted())
+    dropped = dropped_lines(before, after, change)
+    if not dropped:
+        return loss
+    runs: list[tuple[int, int]] = []
+    for number in dropped:
+        if runs and runs[-1][1] == number - 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    if loss is None:
+        return Loss((), tuple(runs), len(dropped))
+    return Loss(loss.definitions, tuple(sorted({*loss.runs, *runs})), max(loss.lines, len(dropped)))
+
+
+def dropped_lines(before: str, after: str, change: Change) -> list[int]:
+    """The lines of ``before`` (1-based, not blank) that ``after`` holds fewer times (whitespace
+    aside) and that ``change`` neither deletes (:meth:`~copyedit_lsp.change.Change.deleted`) nor
+    rewrites: none of its new lines (not the file's) reads like it."""
+    old = split_lines(before)
+    held = Counter(line.strip() for line in split_lines(after) if line.strip())
+    known = {line.strip() for line in old}
+    new = [key for line in change.lines if not line.marker and (key := line.text.strip()) and key not in known]
+    deleted = change.deleted()
+    dropped = []
+    for number, line in enumerate(old, 1):
+        key = line.strip()
+        if not key:
+            continue
+        if held[key] > 0:
+            held[key] -= 1
+        elif key not in deleted and not any(_rewrites(key, line) for line in new):
+            dropped.append(number)
+    return dropped
+
+
+def _rewrites(old: str, new: str) -> bool:
+    """Whether a new line reads like a rewrite of an old one."""
+    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= REWRITTEN
+
+
+REWRITTEN = 0.6  # a new line this alike to a dropped one rewrites it
+
+
+def unplaced_parts(change: Change, before: str, after: str) -> tuple[str, ...]:
+    """The parts of ``change`` (:meth:`~copyedit_lsp.change.Change.parts`) that ``after``, the
+    result of applying it to ``before``, does not show: a line of the part missing (whitespace
+    aside), or for a part that only deletes, its lines as often in ``after`` as in ``before``."""
+    have = set(_stripped(after))
+    missing = []
+    for name, lines, replaced in change.parts():
+        wanted = [line for line in _stripped("".join(lines)) if line]
+        if wanted:
+            gone = [line for line in wanted if line not in have]
+            if gone:
+                missing.append(
+                    f"{name}: the result lacks {gone[0]!r}" + (f" and {len(gone) - 1} more" if len(gone) > 1 else "")
+                )
+        elif _count(replaced, before) <= _count(replaced, after):
+            missing.append(f"{name}: what it deletes is still there")
+    return tuple(missing)
+
+
+def _stripped(text: str) -> list[str]:
+    return [line.strip() for line in split_lines(text)]
+
+
+def _count(run: Sequence[str], text: str) -> int:
+    """How often the lines ``run`` (whitespace aside, blank lines skipped) stand together in ``text``."""
+    want = [line for line in (line.strip() for line in run) if line]
+    lines = [line for line in _stripped(text) if line]
+    return sum(lines[i : i + len(want)] == want for i in range(len(lines) - len(want) + 1)) if want else 0

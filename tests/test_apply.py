@@ -1,0 +1,190 @@
+"""Fast apply without a model: what the model reads of a change, the checks of a result, the
+training data's changes, the command's arguments."""
+
+import random
+
+import pytest
+from test_change import FILE
+
+from copyedit_lsp.bench import changes as bench_changes
+from copyedit_lsp.change import FORMS, ChangeError, read_change
+from copyedit_lsp.edit import EditOptions, EditResult, EditStats
+from copyedit_lsp.fast_apply import apply_change, apply_loss, dropped_lines, unplaced_parts
+from copyedit_lsp.loss import lost_code
+from copyedit_lsp.merge import merge
+from copyedit_lsp.program import ChangeCopy
+from copyedit_lsp.prompt import CodeMatches, SourceView, change_view, shown_change
+from copyedit_lsp.region import ApplyArguments, Position, Range, apply_region, parse_arguments
+from copyedit_lsp.resolver import oracle_apply_program, resolve
+from copyedit_lsp.train import changes as train_changes
+
+AFTER = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1).replace("import os\n", "import sys\n")
+BLOCKS = (
+    "<<<<<<< SEARCH\n    return self.data[key]\n=======\n    return self.data.get(key)\n>>>>>>> REPLACE\n"
+    "<<<<<<< SEARCH\nimport os\n=======\n>>>>>>> REPLACE\n"
+)
+
+
+def test_the_model_reads_a_change_in_its_forms_layout_with_only_copyable_lines_numbered():
+    """Each change line numbered, with where it stands in the code beside the number: the code
+    lines it equals (whitespace aside), or the one it reads like."""
+    matches = CodeMatches.of(SourceView.of(FILE))
+    blocks = read_change(BLOCKS)
+    assert shown_change(blocks, change_view(blocks), matches) == (
+        "<<<<<<< SEARCH\n- =16|     return self.data[key]\n=======\n1 ~16|     return self.data.get(key)\n"
+        ">>>>>>> REPLACE\n<<<<<<< SEARCH\n- =1| import os\n=======\n>>>>>>> REPLACE\n"
+    )
+    diff = read_change(
+        "@@ -15,2 +15,2 @@\n     def get(self, key):\n-        return self.data[key]\n+        return 0\n"
+    )
+    assert shown_change(diff, change_view(diff), matches) == (
+        "@@ -15,2 +15,2 @@\n1 =15|     def get(self, key):\n- =16|         return self.data[key]\n2|         return 0\n"
+    )
+    snippet = read_change("# ...\n<copy lines='1'>\n\n    with open(path) as f:\n")  # reserved strings escaped
+    assert shown_change(snippet, change_view(snippet), matches) == (
+        "1| # ...\n2| <\\copy lines='1'>\n3| \n4 =5|     with open(path) as f:\n"
+    )
+    repeated = CodeMatches.of(SourceView.of("x = 1\ny = 2\n" * 4))
+    assert (repeated.hint("x = 1\n"), repeated.hint("}\n"), repeated.hint("z = 12345\n")) == (" =1,3,5...", "", "")
+
+
+def test_a_change_names_its_parts_and_what_it_deletes_on_purpose():
+    blocks = read_change(BLOCKS)
+    assert [name for name, _, _ in blocks.parts()] == ["block 1 ('return self.data[key]')", "block 2 ('import os')"]
+    assert blocks.deleted() == frozenset({"import os", "return self.data[key]"})
+    snippet = read_change("# ... existing code ...\n    def get(self, key):\n        return 0\n# ...\n\n")
+    assert [(name, lines) for name, lines, _ in snippet.parts()] == [
+        ("part 1 ('def get(self, key):')", ("    def get(self, key):\n", "        return 0\n"))
+    ]
+    assert snippet.deleted() == frozenset()
+
+
+def test_a_result_that_lacks_a_part_of_the_change_names_it():
+    blocks = read_change(BLOCKS)
+    merged = FILE.replace("        return self.data[key]\n", "        return self.data.get(key)\n").replace(
+        "import os\n", ""
+    )
+    assert unplaced_parts(blocks, FILE, merged) == ()
+    assert unplaced_parts(blocks, FILE, FILE) == (
+        "block 1 ('return self.data[key]'): the result lacks 'return self.data.get(key)'",
+        "block 2 ('import os'): what it deletes is still there",
+    )
+
+
+def test_what_a_change_deletes_is_no_loss_but_other_code_is():
+    blocks = read_change("<<<<<<< SEARCH\ndef save(path, text):\n    with open(path, \"w\") as f:\n"
+                         "        f.write(text)\n=======\n>>>>>>> REPLACE\n")  # fmt: skip
+    without_save = merge(FILE, blocks).text
+    assert "def save" not in without_save
+    assert lost_code(FILE, without_save, "python") is not None
+    assert lost_code(FILE, without_save, "python", deleted=blocks.deleted()) is None
+    without_load = without_save.replace("def load(path):\n    with open(path) as f:\n        return f.read()\n", "")
+    lost = lost_code(FILE, without_load, "python", deleted=blocks.deleted())
+    assert lost is not None and lost.definitions == ("load",)
+
+
+class Scripted:
+    """An applier that answers with a given text (the checks are what is tested, not a model)."""
+
+    def __init__(self, text: str):
+        self.text, self.plans = text, []
+
+    def apply(self, source, change, options=EditOptions(), *, instruction="", plan=None, stop=None, on_progress=None):
+        self.plans.append(plan)
+        return EditResult(None, self.text, EditStats(mode=options.mode))
+
+
+def test_an_apply_is_drafted_from_the_merge_and_checked():
+    blocks = read_change(BLOCKS)
+    good = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1).replace("import os\n", "")
+    scripted = Scripted(good)
+    applied = apply_change(scripted, FILE, blocks, EditOptions(language="python"))
+    assert applied.complete and applied.result.loss is None
+    assert scripted.plans == [merge(FILE, blocks).program]
+    dropped = good.replace("def load(path):\n    with open(path) as f:\n        return f.read()\n", "")
+    lossy = apply_change(Scripted(dropped), FILE, blocks, EditOptions(language="python"))
+    assert not lossy.complete and lossy.result.loss is not None and lossy.unplaced == ()
+    half = apply_change(Scripted(FILE.replace("import os\n", "")), FILE, blocks, EditOptions(language="python"))
+    assert not half.complete and len(half.unplaced) == 1
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_training_changes_read_back_and_their_oracle_gives_the_after_text(form):
+    """Every training change parses in its form, its oracle apply program resolves to the after
+    text, and a snippet's, a block's or a hunk's lines are copied from the change."""
+    for seed in range(12):
+        rng = random.Random(seed)
+        text = train_changes.training_change(FILE, AFTER, form, "python", rng)
+        change = read_change(text, form)
+        lines = [line.text for line in change.lines]
+        program = oracle_apply_program(FILE, AFTER, lines)
+        assert resolve(program, FILE, lines) == AFTER, text
+        assert any(isinstance(op, ChangeCopy) for op in program.ops) or form != "file", text
+
+
+def test_the_training_changes_never_use_the_benchmarks_marker_wordings():
+    assert not set(train_changes.MARKERS) & set(bench_changes.MARKERS)
+    for train in train_changes.MARKERS:
+        assert not any(bench.strip(". ") in train for bench in bench_changes.MARKERS if bench.strip(". ")), train
+
+
+def test_the_apply_commands_arguments_and_region():
+    args = parse_arguments(({"uri": "file:///a.py", "change": "x = 1\n", "partial": True},), ApplyArguments)
+    assert args.partial and args.form is None
+    with pytest.raises(ValueError, match="change"):
+        parse_arguments(({"uri": "file:///a.py"},), ApplyArguments)
+    assert apply_region(FILE, args).kind == "document"
+    cursor = Range(Position(15, 4), Position(15, 4))  # a cursor is no selection: the whole document
+    assert apply_region(FILE, ApplyArguments("file:///a.py", "x\n", range=cursor)).end == len(FILE.splitlines())
+    selected = apply_region(FILE, ApplyArguments("file:///a.py", "x\n", range=Range(Position(14, 0), Position(19, 0))))
+    assert (selected.start, selected.end, selected.kind) == (14, 19, "selection")
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "# ... existing code ...\n# ...\n", "<<<<<<< SEARCH\nx\n"])
+def test_a_change_that_cannot_be_read_is_an_error(text):
+    with pytest.raises(ChangeError):
+        read_change(text)
+
+
+def test_a_change_that_cannot_be_placed_or_is_another_languages_is_refused_before_the_model():
+    twice = FILE + "\n\ndef other():\n    with open(path) as f:\n        return f.read()\n"
+    block = "<<<<<<< SEARCH\n    with open(path) as f:\n        return f.read()\n=======\n        return 1\n>>>>>>> REPLACE\n"
+    nowhere = "<<<<<<< SEARCH\n    return missing\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    scripted, options = Scripted(FILE), EditOptions(language="python")
+    with pytest.raises(ChangeError, match=r"not placed: block 1 \('with open\(path\) as f:'\): matches 2 places"):
+        apply_change(scripted, twice, read_change(block), options)
+    with pytest.raises(ChangeError, match="block 1 .*return missing"):
+        apply_change(scripted, FILE, read_change(nowhere), options)
+    with pytest.raises(ChangeError, match="reads as javascript, not python"):
+        apply_change(
+            scripted, FILE, read_change("// ...\nfunction save(path) {\n  return fs.read(path);\n}\n"), options
+        )
+    assert scripted.plans == []  # the model never ran
+    # partial: the blocks that can be placed go to the model, the others are named
+    both = read_change(BLOCKS + nowhere)
+    applied = apply_change(Scripted(AFTER.replace("import sys\n", "")), FILE, both, options, partial=True)
+    assert [part.split(":")[0] for part in applied.unplaced] == ["block 3 ('return missing')"]
+
+
+def test_an_apply_may_drop_no_single_line_the_change_does_not_replace():
+    """A copy one line short drops a line the change keeps: a loss, though no run of three; the
+    lines the change rewrites or deletes are none."""
+    snippet = read_change("# ...\n    def get(self, key):\n        return self.data.get(key)\n# ...\n")
+    good = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1)
+    assert apply_loss(FILE, good, snippet, "python") is None
+    one_short = good.replace("    with open(path) as f:\n        return f.read()\n", "        return f.read()\n")
+    loss = apply_loss(FILE, one_short, snippet, "python")
+    assert loss is not None and loss.runs == ((5, 5),) and dropped_lines(FILE, one_short, snippet) == [5]
+    assert lost_code(FILE, one_short, "python") is None  # the edit's guard alone lets it through
+    blocks = read_change(BLOCKS)
+    assert apply_loss(FILE, good.replace("import os\n", ""), blocks, "python") is None
+
+
+def test_the_shortcut_answers_with_the_merge_only_where_it_places_every_block():
+    blocks, snippet = read_change(BLOCKS), read_change("# ...\n    def get(self, key):\n        return 0\n# ...\n")
+    scripted = Scripted(FILE)
+    taken = apply_change(scripted, FILE, blocks, EditOptions(language="python"), shortcut=True)
+    assert scripted.plans == [] and taken.complete and taken.result.stats.mode == "merge"
+    assert taken.result.text == merge(FILE, blocks).text
+    apply_change(scripted, FILE, snippet, EditOptions(language="python"), shortcut=True)  # a snippet: the model
+    assert scripted.plans == [merge(FILE, snippet).program]
