@@ -111,12 +111,15 @@ def _edges_from_file(program: Program, lines: list[str], change: Sequence[str]) 
         before = ops[index - 1] if index else None
         after = ops[index + 1] if index + 1 < len(ops) else None
         start, end = op.start, op.end
+        floor = max((o.end for o in ops[:index] if isinstance(o, Copy)), default=0)  # file copies go forward
+        ceiling = min((o.start for o in ops[index + 1 :] if isinstance(o, Copy)), default=len(lines) + 1)
         if isinstance(before, Copy):
-            while start <= end and before.end < len(lines) and _same_kept(change[start - 1], lines[before.end]):
+            while start <= end and before.end + 1 < ceiling and _same_kept(change[start - 1], lines[before.end]):
                 before, start = Copy(before.start, before.end + 1), start + 1
             ops[index - 1] = before
+            floor = max(floor, before.end)
         if isinstance(after, Copy):
-            while end >= start and after.start > 1 and _same_kept(change[end - 1], lines[after.start - 2]):
+            while end >= start and after.start - 1 > floor and _same_kept(change[end - 1], lines[after.start - 2]):
                 after, end = Copy(after.start - 1, after.end), end - 1
             ops[index + 1] = after
         ops[index] = ChangeCopy(start, end) if start <= end else Gen("")

@@ -12,7 +12,7 @@ from copyedit_lsp.edit import EditOptions, EditResult, EditStats
 from copyedit_lsp.fast_apply import apply_change, apply_loss, dropped_lines, unplaced_parts
 from copyedit_lsp.loss import lost_code
 from copyedit_lsp.merge import merge
-from copyedit_lsp.program import ChangeCopy
+from copyedit_lsp.program import ChangeCopy, Copy
 from copyedit_lsp.prompt import CodeMatches, SourceView, change_view, shown_change
 from copyedit_lsp.region import ApplyArguments, Position, Range, apply_region, parse_arguments
 from copyedit_lsp.resolver import oracle_apply_program, resolve
@@ -119,6 +119,9 @@ def test_the_training_changes_read_back_and_their_oracle_gives_the_after_text(fo
         lines = [line.text for line in change.lines]
         program = oracle_apply_program(FILE, AFTER, lines)
         assert resolve(program, FILE, lines) == AFTER, text
+        for kind in (Copy, ChangeCopy):  # the copies of each source go forward (the decoder's order)
+            copies = [op for op in program.ops if isinstance(op, kind)]
+            assert all(a.end < b.start for a, b in zip(copies, copies[1:], strict=False)), text
         assert any(isinstance(op, ChangeCopy) for op in program.ops) or form != "file", text
 
 

@@ -112,7 +112,10 @@ def _measure(item: EditItem, form: str, mode: str, applier: Decoder | None, seed
     built = build_change(item.before, item.after, form, item.language, random.Random(f"{seed}/{item.id}/{form}"))
     change = read_change(built.text, form)
     started = time.perf_counter()
-    applied, unplaced, figures = _merged(item, change, mode, applier)
+    try:
+        applied, unplaced, figures = _merged(item, change, mode, applier)
+    except Exception as error:  # one change that breaks a mode is a row with the error, the run goes on
+        applied, unplaced, figures = None, (), {"error": f"{type(error).__name__}: {error}"}
     seconds = time.perf_counter() - started
     scored = score(item.before, item.after, change, applied)
     verdict = run_tests(item, applied) if applied is not None else None
