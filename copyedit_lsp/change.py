@@ -81,20 +81,32 @@ class Change:
         line that is not blank), each block or hunk; as (its name, the lines it writes, the lines
         it replaces in the file)."""
         if self.pieces:
-            kind = "block" if self.form == "search-replace" else "hunk"
             return [
-                (f"{kind} {number} ({_named(piece.anchor or (self.text(piece.first, piece.first),))})",
-                 tuple(line.text for line in self.lines[piece.first - 1 : piece.last]), piece.anchor)
+                (self.piece_name(number), tuple(line.text for line in self.lines[piece.first - 1 : piece.last]),
+                 piece.anchor)
                 for number, piece in enumerate(self.pieces, 1)
             ]  # fmt: skip
+        shown = [run for run in self.runs() if any(line.strip() for line in run)]
+        return [(f"part {number} ({_named(run)})", tuple(run), ()) for number, run in enumerate(shown, 1)]
+
+    def piece_name(self, number: int) -> str:
+        """Block or hunk ``number`` (1-based) named by its first anchor line that is not blank, or
+        its first line."""
+        piece = self.pieces[number - 1]
+        kind = "block" if self.form == "search-replace" else "hunk"
+        shown = [line for line in piece.anchor if line.strip()] or [self.text(piece.first, piece.first)]
+        return f"{kind} {number} ({_named(shown)})"
+
+    def runs(self) -> list[list[str]]:
+        """A snippet's runs of lines between its markers, in order (the first and the last are
+        empty where the snippet begins or ends with a marker)."""
         runs: list[list[str]] = [[]]
         for line in self.lines:
             if line.marker:
                 runs.append([])
             else:
                 runs[-1].append(line.text)
-        shown = [run for run in runs if any(line.strip() for line in run)]
-        return [(f"part {number} ({_named(run)})", tuple(run), ()) for number, run in enumerate(shown, 1)]
+        return runs
 
     def deleted(self) -> frozenset[str]:
         """The lines (stripped, non-blank) the change deletes on purpose: lines of a SEARCH body

@@ -196,12 +196,12 @@ class Decoder:
         the change).  ``plan``, a program the merge found, is only ever a draft: each of its tags is
         kept where the model chooses it, so it changes the cost, never the result."""
         options.check(MODES, "none")
-        text = self.template.apply_prompt(source, change, mode=options.mode, language=options.language,
-                                          instruction=instruction)  # fmt: skip
         if self.apply_selector is None and options.mode == "program":  # no apply programs without one
             looked_up = self.apply(source, change, replace(options, mode="lookup"), instruction=instruction,
                                    stop=stop, on_progress=on_progress)  # fmt: skip
             return replace(looked_up, stats=replace(looked_up.stats, fallback="selector"))
+        text = self.template.apply_prompt(source, change, mode=options.mode, language=options.language,
+                                          instruction=instruction)  # fmt: skip
         prompt = self.llama.tokenize(text, special=True)
         return self._decode(prompt, source, options, stop, on_progress, change=change, plan=plan)
 

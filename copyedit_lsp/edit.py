@@ -422,18 +422,18 @@ def replaced_through(view: SourceView, text: str, doubted: int | None, first: in
     through = 0
     if first <= len(view.lines) and _same_line(lines[0], view.lines[first - 1]):
         for number, (line, expected) in enumerate(zip(lines, view.lines[first - 1 :], strict=False), first):
-            if not _same_line(line, expected) and not _resembles(line, expected):
+            if not _same_line(line, expected) and not resembles(line, expected):
                 break
             through = number
     reproduced = view.distinct_line(lines[-1])
     if reproduced is not None and reproduced >= first:
         between = sum(1 for line in view.lines[first - 1 : reproduced] if line.strip())
         through = max(through, reproduced if between <= len(lines) else 0)
-    if doubted is not None and _resembles(lines[0], view.lines[doubted - 1]):
+    if doubted is not None and resembles(lines[0], view.lines[doubted - 1]):
         through = max(through, doubted)
     return through
 
 
-def _resembles(line: str, other: str) -> bool:
+def resembles(line: str, other: str) -> bool:
     """Whether two lines read alike enough that one stands for the other rewritten."""
     return difflib.SequenceMatcher(None, line.strip(), other.strip()).ratio() >= 0.6

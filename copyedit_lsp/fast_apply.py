@@ -13,7 +13,6 @@ named), and it may lose no code but what the change deletes on purpose
 
 from __future__ import annotations
 
-import difflib
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .change import Change, ChangeError
-from .edit import EditOptions, EditResult, EditStats, ProgressCallback, StopFlag
+from .edit import EditOptions, EditResult, EditStats, ProgressCallback, StopFlag, resembles
 from .loss import Loss, lost_code
 from .merge import Merged, merge
 from .program import Program
@@ -171,17 +170,9 @@ def dropped_lines(before: str, after: str, change: Change) -> list[int]:
             continue
         if held[key] > 0:
             held[key] -= 1
-        elif key not in deleted and not any(_rewrites(key, line) for line in new):
+        elif key not in deleted and not any(resembles(key, written) for written in new):
             dropped.append(number)
     return dropped
-
-
-def _rewrites(old: str, new: str) -> bool:
-    """Whether a new line reads like a rewrite of an old one."""
-    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= REWRITTEN
-
-
-REWRITTEN = 0.6  # a new line this alike to a dropped one rewrites it
 
 
 def unplaced_parts(change: Change, before: str, after: str) -> tuple[str, ...]:

@@ -93,19 +93,18 @@ def _shifted(text: str, shift: str) -> str:
 
 def _pieces(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
     """Search/replace blocks or diff hunks placed by their anchors; the rest of the file kept."""
-    kind = "block" if change.form == "search-replace" else "hunk"
     placed: list[tuple[int, int, list[str]]] = []
     unplaced = []
     for number, piece in enumerate(change.pieces, 1):
         where = _place(lines, piece)
         if isinstance(where, str):
-            unplaced.append(f"{kind} {number} ({_first_line(piece, change)}): {where}")
+            unplaced.append(f"{change.piece_name(number)}: {where}")
             continue
         start, shift = where
         new = [_shifted(line.text, shift) for line in change.lines[piece.first - 1 : piece.last]]
         overlap = next((p for p in placed if p[0] < start + len(piece.anchor) and start < p[1]), None)
         if overlap is not None:
-            unplaced.append(f"{kind} {number} ({_first_line(piece, change)}): overlaps another at line {start + 1}")
+            unplaced.append(f"{change.piece_name(number)}: overlaps another at line {start + 1}")
             continue
         placed.append((start, start + len(piece.anchor), new))
     merged, cursor = [], 0
@@ -123,23 +122,12 @@ def _place(lines: list[str], piece: Piece) -> tuple[int, str] | str:
     return _find(lines, piece.anchor, hint)
 
 
-def _first_line(piece: Piece, change: Change) -> str:
-    """A piece named by its first anchor line (or its first new line), cut short."""
-    line = next((a for a in piece.anchor if a.strip()), None) or change.text(piece.first, piece.first)
-    return repr(line.strip()[:40])
-
-
 def _snippet(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
     """Each part of a snippet (between markers) over the file lines from its first to its last
     line found there (past the previous part); the file's lines around the parts kept, but for
     the few (:data:`EDGE`) before a first part no marker precedes, or after a last part no marker
     follows: the snippet shows the file's start or end there."""
-    parts: list[list[str]] = [[]]
-    for line in change.lines:
-        if line.marker:
-            parts.append([])
-        else:
-            parts[-1].append(line.text)
+    parts = change.runs()
     marked = any(line.marker for line in change.lines)
     merged: list[str] = []
     cursor, placed, unplaced = 0, 0, []
