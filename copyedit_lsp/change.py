@@ -123,6 +123,40 @@ class Change:
         """Change lines ``first``..``last`` (1-based, inclusive), joined."""
         return "".join(line.text for line in self.lines[first - 1 : last])
 
+    def keeping(self, numbers: frozenset[int]) -> Change:
+        """The change with only its blocks or hunks ``numbers`` (1-based), lines renumbered,
+        written again as given."""
+        lines: list[ChangeLine] = []
+        pieces, given = [], []
+        for number, piece in enumerate(self.pieces, 1):
+            if number in numbers:
+                kept = self.lines[piece.first - 1 : piece.last]
+                pieces.append(replace(piece, first=len(lines) + 1, last=len(lines) + len(kept)))
+                lines += [replace(line, piece=len(pieces) - 1) for line in kept]
+                new = [line.text for line in kept]
+                given.append(
+                    f"{SEARCH}\n{''.join(ended(list(piece.anchor)))}{DIVIDER}\n{''.join(ended(new))}{REPLACE}\n"
+                    if self.form == "search-replace"
+                    else write_hunk(piece.header or "@@", list(piece.anchor), new)
+                )
+        return Change(self.form, tuple(lines), tuple(pieces), "".join(given))
+
+    @property
+    def markers(self) -> frozenset[int]:
+        """The numbers of a snippet's elision markers: lines no change copy holds."""
+        return frozenset(number for number, line in enumerate(self.lines, 1) if line.marker)
+
+
+def copy_reach(markers: frozenset[int], start: int, last: int) -> int:
+    """The last line a copy from ``start`` may hold: the line before the next of ``markers``,
+    else ``last``."""
+    return min((number for number in markers if number > start), default=last + 1) - 1
+
+
+def copyable_from(markers: frozenset[int], first: int, last: int) -> bool:
+    """Whether one of the lines ``first``..``last`` is not a marker (a copy of them may come)."""
+    return last - first + 1 > sum(first <= number <= last for number in markers)
+
 
 def _named(lines: tuple[str, ...] | list[str]) -> str:
     """A part named by its first line that is not blank, cut short."""

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .change import Change, change_lines
+from .change import Change, change_lines, copy_reach
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
     MODES,
@@ -226,7 +226,8 @@ class Decoder:
             copied = source + change.text(1, len(change.lines)) if change is not None else None
             result = self._rewrite(run, prompt, source, options, copied=copied)
         else:
-            writer = ProgramWriter(source, options.ordered, options.program, change_lines(change))
+            markers = change.markers if change is not None else frozenset()
+            writer = ProgramWriter(source, options.ordered, options.program, change_lines(change), markers)
             result = self._program(run, prompt, writer, options, change=change, plan=plan)
         run.stats.total_seconds = time.perf_counter() - started
         return result
@@ -337,7 +338,8 @@ class Decoder:
                 break
             doubted = None  # the line a checked copy stopped before: the model rewrites from there
             if kind == "change":
-                taken = self._copy(run, changed, writer.change_after, goal, options.splice, None, op_start, ChangeCopy)
+                taken = self._copy(run, changed, writer.change_after, goal, options.splice, None, op_start, ChangeCopy,
+                                   writer.markers)  # fmt: skip
                 writer.copy(taken.kept)  # type: ignore[arg-type]  # unchecked: always kept
             elif kind == "copy":
                 doubted = self._file_copy(run, writer, drafter, goal, options.splice, check, op_start)
@@ -426,16 +428,19 @@ class Decoder:
         check: CopyCheck | None,
         op_start: int,
         kind: type[Copy] | type[ChangeCopy],
+        markers: frozenset[int] = frozenset(),
     ) -> CopyOutcome:
         """The rest of a copy tag (of ``kind``: lines of the file or of the change, ``view``) from
-        its line numbers on, then its lines spliced.  With a ``check``, a copy the model doubts
+        its line numbers on, then its lines spliced; it holds none of the ``markers``.  With a ``check``, a copy the model doubts
         stops before the doubted line (nothing of it is kept when that is its first line: the tag
         from ``op_start`` on is taken back) and a gen opens."""
         n = len(view.lines)
         scripted = goal if isinstance(goal, kind) else None
-        start = write_number(run, self.tokens, first, n, self.tokens.dash, scripted.start if scripted else None)
+        start = write_number(run, self.tokens, first, n, self.tokens.dash, scripted.start if scripted else None,
+                             markers)  # fmt: skip
         end_mark = run.position()
-        end = write_number(run, self.tokens, start, n, self.tokens.copy_close, scripted.end if scripted else None)
+        reach = copy_reach(markers, start, n)
+        end = write_number(run, self.tokens, start, reach, self.tokens.copy_close, scripted.end if scripted else None)
         if splice != "prefill":
             return CopyOutcome(kind(start, end))
         tokens = self.llama.tokenize(view.span(start, end))

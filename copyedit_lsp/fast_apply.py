@@ -94,6 +94,13 @@ def apply_change(
     anchored = [part for part in merged.unplaced if not part.startswith("part ")]  # blocks and hunks
     if anchored and (not partial or len(anchored) == len(change.pieces)):
         raise ChangeError("not placed: " + "; ".join(anchored))
+    named = {part.split(": ", 1)[0] for part in anchored}
+    if named:  # partial: the model gets the blocks or hunks the merge places
+        placed = frozenset(n for n in range(1, len(change.pieces) + 1) if change.piece_name(n) not in named)
+        full, change = change, change.keeping(placed)
+        merged = merge(text, change)
+    else:
+        full = change
     if shortcut and answers_alone(change, merged) and merged.program is not None:
         result = EditResult(merged.program, merged.text, EditStats(mode="merge"))
     else:
@@ -102,8 +109,7 @@ def apply_change(
         )
     if result.cut is None:
         result = replace(result, loss=apply_loss(text, result.text, change, options.language, instruction))
-    named = {part.split(": ", 1)[0] for part in anchored}
-    lacking = [part for part in unplaced_parts(change, text, result.text) if part.split(": ", 1)[0] not in named]
+    lacking = [part for part in unplaced_parts(full, text, result.text) if part.split(": ", 1)[0] not in named]
     unplaced = (*anchored, *lacking)
     return ApplyOutcome(result, unplaced, merged, invented_lines(text, result.text, change))
 

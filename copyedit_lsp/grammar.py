@@ -76,26 +76,32 @@ def instantiate(n_lines: int, n_change: int = 0) -> str:
     return grammar
 
 
-def _reachable(prefix: int, width: int, lo: int, hi: int) -> bool:
-    """Whether some number in [lo, hi] has the decimal ``prefix`` (``width`` digits so far)."""
+def _reachable(prefix: int, width: int, lo: int, hi: int, skip: frozenset[int]) -> bool:
+    """Whether some number in [lo, hi] and not in ``skip`` has the decimal ``prefix`` (``width``
+    digits so far)."""
     for extra in range(len(str(hi)) - width + 1):
         scale = 10**extra
-        if prefix * scale <= hi and (prefix + 1) * scale - 1 >= lo:
+        low, high = max(prefix * scale, lo), min((prefix + 1) * scale - 1, hi)
+        if low <= high and high - low + 1 > sum(low <= n <= high for n in skip):
             return True
     return False
 
 
-def digit_choices(prefix: str, lo: int, hi: int) -> tuple[str, bool]:
-    """The digits that may follow ``prefix`` in a number in [lo, hi], and whether it may end here.
+def digit_choices(prefix: str, lo: int, hi: int, skip: frozenset[int] = frozenset()) -> tuple[str, bool]:
+    """The digits that may follow ``prefix`` in a number in [lo, hi] and not in ``skip``, and
+    whether it may end here.
 
     This is the decoder's token-level mask for line numbers (Qwen2 writes numbers one digit
-    per token): ``lo`` is 1 for a copy's start and the start for its end.
+    per token): ``lo`` is 1 for a copy's start and the start for its end; ``skip`` holds the
+    lines no copy may hold (a change's elision markers).
     """
     value = int(prefix) if prefix else 0
     digits = "".join(
-        c for c in "0123456789" if (prefix or c != "0") and _reachable(value * 10 + int(c), len(prefix) + 1, lo, hi)
+        c
+        for c in "0123456789"
+        if (prefix or c != "0") and _reachable(value * 10 + int(c), len(prefix) + 1, lo, hi, skip)
     )
-    return digits, bool(prefix) and lo <= value <= hi
+    return digits, bool(prefix) and lo <= value <= hi and value not in skip
 
 
 _RULE = re.compile(r"^([a-z0-9-]+)\s*::=.*$", re.MULTILINE)

@@ -459,15 +459,21 @@ class PieceTrie:
 
 
 def write_number(
-    run: TokenRun, tokens: ProgramTokens, lo: int, hi: int, terminator: list[int], goal: int | None
+    run: TokenRun,
+    tokens: ProgramTokens,
+    lo: int,
+    hi: int,
+    terminator: list[int],
+    goal: int | None,
+    skip: frozenset[int] = frozenset(),
 ) -> int:
-    """Write a number in [lo, hi] digit by digit, then the terminator; return the number.
-    ``goal`` is the scripted number of forced mode."""
+    """Write a number in [lo, hi] and not in ``skip`` digit by digit, then the terminator; return
+    the number.  ``goal`` is the scripted number of forced mode."""
     prefix = ""
     goal_text = None if goal is None else str(goal)
     while True:
         started = time.perf_counter()
-        digits, can_end = digit_choices(prefix, lo, hi)
+        digits, can_end = digit_choices(prefix, lo, hi, skip)
         options = {tokens.digit[c]: c for c in digits}
         if can_end:
             options[terminator[0]] = ""
@@ -475,13 +481,14 @@ def write_number(
         want = None
         if goal_text is not None:
             want = tokens.digit[goal_text[len(prefix)]] if len(prefix) < len(goal_text) else terminator[0]
+        if want is not None and want not in options:
+            marker = " or a marker line" if skip else ""
+            raise DecodeError(f"the scripted number {goal} is outside {lo}..{hi}{marker}")
         if len(options) == 1:
             (token,) = options
             run.force([token])
         else:
             token = run.choose(list(options), want)
-        if want is not None and token != want:
-            raise DecodeError(f"the scripted number {goal} is outside {lo}..{hi}")
         if not options[token]:
             run.force(terminator[1:])
             return int(prefix)

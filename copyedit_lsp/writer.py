@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .change import copyable_from
 from .edit import decoded_program, repeating, replaced_through
 from .program import ChangeCopy, Copy, Gen, Op, Program
 from .prompt import SourceView
@@ -21,12 +22,14 @@ from .resolver import resolve
 class ProgramWriter:
     """The state of one program being written over ``source``.  ``ordered``: a copy starts after
     what the program has copied or rewritten.  ``script``: forced mode's program, whose ops the
-    decoder writes (the writer then judges nothing).  ``change``: an apply program's change lines."""
+    decoder writes (the writer then judges nothing).  ``change``: an apply program's change lines,
+    ``markers`` the numbers of those no change copy holds (a snippet's elision markers)."""
 
     source: str
     ordered: bool = True
     script: Program | None = None
     change: tuple[str, ...] = ()
+    markers: frozenset[int] = frozenset()
     view: SourceView = field(init=False)
     ops: list[Op] = field(default_factory=list)
     after: int = 1  # the input line after what the program has copied or rewritten
@@ -58,8 +61,9 @@ class ProgramWriter:
 
     @property
     def change_left(self) -> bool:
-        """Whether a change copy may come next (change lines after the last change copy)."""
-        return self.change_after <= len(self.change)
+        """Whether a change copy may come next (change lines after the last change copy, not
+        all of them markers)."""
+        return copyable_from(self.markers, self.change_after, len(self.change))
 
     def copy(self, op: Copy | ChangeCopy) -> None:
         """A copy written: the program goes on after its last line (of the file or the change)."""

@@ -87,10 +87,11 @@ class Scripted:
     """An applier that answers with a given text (the checks are what is tested, not a model)."""
 
     def __init__(self, text: str):
-        self.text, self.plans = text, []
+        self.text, self.plans, self.changes = text, [], []
 
     def apply(self, source, change, options=EditOptions(), *, instruction="", plan=None, stop=None, on_progress=None):
         self.plans.append(plan)
+        self.changes.append(change)
         return EditResult(None, self.text, EditStats(mode=options.mode))
 
 
@@ -165,8 +166,12 @@ def test_a_change_that_cannot_be_placed_or_is_another_languages_is_refused_befor
     assert scripted.plans == []  # the model never ran
     # partial: the blocks that can be placed go to the model, the others are named
     both = read_change(BLOCKS + nowhere)
-    applied = apply_change(Scripted(AFTER.replace("import sys\n", "")), FILE, both, options, partial=True)
+    scripted = Scripted(AFTER.replace("import sys\n", ""))
+    applied = apply_change(scripted, FILE, both, options, partial=True)
     assert [part.split(":")[0] for part in applied.unplaced] == ["block 3 ('return missing')"]
+    assert applied.complete is False and applied.refusal(partial=True) is None
+    assert scripted.changes == [read_change(BLOCKS)]  # the model read the two blocks placed, no more
+    assert scripted.plans == [merge(FILE, read_change(BLOCKS)).program]
 
 
 def test_an_apply_may_drop_no_single_line_the_change_does_not_replace():

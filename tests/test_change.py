@@ -100,6 +100,21 @@ def test_a_diff_numbers_context_and_added_lines_and_its_line_numbers_are_only_a_
     assert merged.unplaced == () and merged.text == FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1)
 
 
+def test_a_change_kept_in_part_reads_back_as_itself():
+    """Some of a change's blocks or hunks (what a partial apply gives the model) are a change of
+    their own, renumbered and written out again."""
+    diff = (
+        "@@ -1,2 +1,2 @@\n-import os\n+import sys\n import json\n"
+        "@@ -16 +16 @@\n-        return self.data[key]\n+        return self.data.get(key)\n"
+    )
+    blocks = "<<<<<<< SEARCH\nimport os\n=======\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nb\n=======\nc\n>>>>>>> REPLACE\n"
+    for change in (read_change(diff), read_change(blocks)):
+        second = change.keeping(frozenset({2}))
+        assert read_change(second.given) == second
+        assert second.pieces[0].anchor == change.pieces[1].anchor and second.lines[0].text == change.lines[-1].text
+        assert change.keeping(frozenset({1, 2})).lines == change.lines
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [

@@ -32,7 +32,7 @@ from copyedit_lsp.grammar import digit_choices
 from copyedit_lsp.llama_model import LlamaModel, LlamaModelError, Vocabulary
 from copyedit_lsp.merge import merge
 from copyedit_lsp.models import ModelError
-from copyedit_lsp.program import GEN_CLOSE, Copy, Gen, Program, parse_program
+from copyedit_lsp.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, parse_program
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
 from copyedit_lsp.region import refusal
 from copyedit_lsp.resolver import oracle_program, resolve
@@ -520,3 +520,17 @@ def test_an_apply_drafted_from_the_merge_writes_what_the_model_chooses_in_fewer_
             prompt = selector.template.apply_prompt(item.before, change, mode="program", language="python")
             near_tie(selector, selector.llama.tokenize(prompt, special=True), undrafted.tokens, drafted.tokens)
     assert steps[True] < steps[False]
+
+
+def test_an_apply_program_never_copies_a_snippets_marker(applying):
+    """A snippet's elision markers are numbered change lines no change copy may hold: the model's
+    copies stop before them, and a script that copies one is refused by the digit mask."""
+    before = "".join(f"v{n} = {n}\n" for n in range(1, 21))
+    change = read_change("# ... unchanged ...\nv10 = 0\nv11 = 11\n# ... unchanged ...\nv20 = 0\n")
+    assert change.markers == {1, 4}
+    result = applying.apply(before, change, EditOptions(language="python"))
+    copies = [op for op in result.program.ops if isinstance(op, ChangeCopy)]
+    assert copies and not any(op.start <= m <= op.end for op in copies for m in change.markers)
+    across = Program((Copy(1, 9), ChangeCopy(2, 4), Copy(12, 19), ChangeCopy(5, 5)))
+    with pytest.raises(DecodeError, match="outside 2..3"):  # the copy from line 2 reaches line 3
+        applying.apply(before, change, EditOptions(mode="forced", program=across))

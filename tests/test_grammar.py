@@ -173,6 +173,18 @@ def test_digit_mask_keeps_end_at_or_after_start():
     assert digit_choices("34", 120, 347) == ("01234567", False)
 
 
+@given(st.integers(1, 300), st.integers(0, 300), st.frozensets(st.integers(1, 300), max_size=12))
+def test_digit_mask_writes_exactly_the_numbers_in_range_but_the_skipped(lo, extra, skip):
+    hi = lo + extra
+
+    def written(prefix: str) -> set[int]:
+        digits, can_end = digit_choices(prefix, lo, hi, skip)
+        found = {int(prefix)} if can_end else set()
+        return found.union(*(written(prefix + d) for d in digits))
+
+    assert written("") == set(range(lo, hi + 1)) - skip
+
+
 def _as_regex(rule: str) -> re.Pattern:
     return re.compile("(?:" + rule.replace('"', "").replace(" ", "") + ")")
 

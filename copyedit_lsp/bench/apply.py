@@ -178,13 +178,16 @@ def format_tables(result: dict) -> str:
             n = entry["changes"]
             hard = ", ".join(f"{kind} {exact}/{count}" for kind, (exact, count) in entry["hard"].items()) or "-"
             speed = f"{entry['speed_over_rewrite']:.2f}x" if entry.get("speed_over_rewrite") else "-"
+            shortcut = f"{entry['shortcut']}/{n}" if key.endswith("/program") else "-"
             rows.append(
                 [key, f"{entry['applied']}/{n}", f"{entry['exact']}/{n}", f"{entry['passed']}/{n}", entry["lines_lost"],
-                 entry["change_dropped"], entry["invented"], f"{1000 * entry['median_seconds']:.1f} ms", speed, hard]
+                 entry["change_dropped"], entry["invented"], f"{1000 * entry['median_seconds']:.1f} ms", speed,
+                 shortcut, hard]
             )  # fmt: skip
         headers = ["form/mode", "applied", "exact", "tests passed", "lines lost", "change lines dropped",
-                   "lines invented", "median time", "speed over rewrite", "exact on the hard slices"]  # fmt: skip
-        parts.append(f"**{set_name}**\n\n" + markdown_table(headers, rows, right=range(1, 9)))
+                   "lines invented", "median time", "speed over rewrite", "the merge would answer",
+                   "exact on the hard slices"]  # fmt: skip
+        parts.append(f"**{set_name}**\n\n" + markdown_table(headers, rows, right=range(1, 10)))
     return "\n\n".join(parts)
 
 

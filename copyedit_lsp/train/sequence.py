@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..change import Change
+from ..change import Change, copy_reach, copyable_from
 from ..grammar import digit_choices
 from ..program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, op_kind
 from ..prompt import SourceView, as_model_sees, change_view
@@ -56,18 +56,21 @@ def answer_sequence(
     pieces = ProgramTokens.of(tokenize)
     views = {Copy: SourceView.of(source), ChangeCopy: change_view(change) if change is not None else SourceView(())}
     first = {Copy: 1, ChangeCopy: 1}
+    skip = {Copy: frozenset[int](), ChangeCopy: change.markers if change is not None else frozenset[int]()}
     sequence = TrainingSequence()
     for op in (*program.ops, None):
         kinds = pieces.openings(
-            file=first[Copy] <= len(views[Copy].lines), change=first[ChangeCopy] <= len(views[ChangeCopy].lines)
+            file=first[Copy] <= len(views[Copy].lines),
+            change=copyable_from(skip[ChangeCopy], first[ChangeCopy], len(views[ChangeCopy].lines)),
         )
         _walk(sequence, kinds, op_kind(op))
         if op is None:
             break
         if isinstance(op, Copy | ChangeCopy):
-            view = views[type(op)]
-            _number(sequence, pieces, op.start, first[type(op)], len(view.lines), pieces.dash)
-            _number(sequence, pieces, op.end, op.start, len(view.lines), pieces.copy_close)
+            view, markers = views[type(op)], skip[type(op)]
+            _number(sequence, pieces, op.start, first[type(op)], len(view.lines), pieces.dash, markers)
+            reach = copy_reach(markers, op.start, len(view.lines))
+            _number(sequence, pieces, op.end, op.start, reach, pieces.copy_close)
             sequence.add(tokenize(view.span(op.start, op.end)), chosen=False)
             first[type(op)] = op.end + 1 if ordered or isinstance(op, ChangeCopy) else 1
         else:
@@ -107,12 +110,18 @@ def _walk(sequence: TrainingSequence, kinds: dict[str, list[int]], kind: str) ->
 
 
 def _number(
-    sequence: TrainingSequence, pieces: ProgramTokens, value: int, lo: int, hi: int, terminator: list[int]
+    sequence: TrainingSequence,
+    pieces: ProgramTokens,
+    value: int,
+    lo: int,
+    hi: int,
+    terminator: list[int],
+    skip: frozenset[int] = frozenset(),
 ) -> None:
     """A line number's digits under the digit mask, then its terminator."""
     prefix = ""
     for char in (*str(value), ""):
-        digits, can_end = digit_choices(prefix, lo, hi)
+        digits, can_end = digit_choices(prefix, lo, hi, skip)
         options = len(digits) + can_end
         token = pieces.digit[char] if char else terminator[0]
         sequence.add([token], chosen=options > 1)
