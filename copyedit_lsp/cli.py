@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -610,7 +611,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from .train.data import Recipe
     from .train.lora import TrainOptions
-    from .train.pipeline import TrainPlan, run
+    from .train.pipeline import TrainPlan, model_card, run
 
     options = TrainOptions(
         threads=args.threads or 2,
@@ -643,6 +644,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         options=options,
     )
     card = run(plan)
+    (Path(args.out) / "card.md").write_text(model_card(card, args.command_line) + "\n", encoding="utf-8")
     print(
         json.dumps({k: card[k] for k in ("steps", "trained_tokens", "tokens_per_second", "final_train_loss", "sha256")})
     )
@@ -956,6 +958,7 @@ def _add_train_command(commands) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``copyedit``."""
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["copyedit", *(sys.argv[1:] if argv is None else argv)])
     if getattr(args, "renamed_selector", None) is not None:
         print("copyedit: --adapter is now --selector (the old name works for now)", file=sys.stderr)
         args.selector = args.renamed_selector

@@ -476,3 +476,24 @@ def test_a_distilled_rewrite_keeps_the_blank_lines_around_the_region():
         Copy(4, 6),
     )
     assert not kept(before, framed(before, before.strip("\n") + "\n"), "javascript")
+
+
+def test_the_model_card_says_which_programs_a_selector_writes_and_how_to_rebuild_it():
+    from dataclasses import asdict
+
+    from copyedit_lsp.train.lora import TrainOptions
+    from copyedit_lsp.train.pipeline import model_card
+
+    facts = {
+        "base_model": "qwen2.5-coder-0.5b", "adapter": "a.gguf", "bytes": 9, "sha256": "ab", "prompt_examples": "none",
+        "init": {"adapter": "b.gguf", "sha256": "cd"}, "examples": {"apply-snippet/python": 3, "bug/python": 1},
+        "sequences": {"train": 3, "val": 1, "left out (too long)": 0}, "options": asdict(TrainOptions()),
+        "recipe": {"seed": 1, "apply_share": 0.85}, "steps": 1, "trained_sequences": 3, "trained_tokens": 900,
+        "train_seconds": 6.0, "tokens_per_second": 150.0, "final_train_loss": 0.3, "val_loss": [(1, 0.4)],
+    }  # fmt: skip
+    applying = model_card(facts, "copyedit train --apply-share 0.85")
+    assert "apply programs (a change merged into a file: 85% of its edits)" in applying
+    assert "`applySelector`" in applying and "    copyedit train --apply-share 0.85" in applying
+    assert "| apply-snippet/python | 3 |" in applying and "`b.gguf`" in applying
+    editing = model_card(facts | {"recipe": {"seed": 1}}, "copyedit train")
+    assert "copy/gen edit programs. Program mode uses it by default" in editing

@@ -200,6 +200,7 @@ def card(plan: TrainPlan, examples: list[Example], rows: list[dict], state, adap
             "distill_fixes": plan.distill_fixes,
             "fix_languages": list(plan.fix_languages),
             "widen": plan.widen,
+            "apply_share": plan.apply_share,
         },
         "init": None if plan.init is None else {"adapter": plan.init.name, "sha256": sha256_file(plan.init)},
         "options": asdict(plan.options),
@@ -240,13 +241,19 @@ def model_card(facts: dict, command: str) -> str:
     """The card as Markdown: what the adapter is, the data, the training, the losses."""
     options, recipe = facts["options"], facts["recipe"]
     layers = "every layer" if options["top_layers"] is None else f"the last {options['top_layers']} layers"
+    applies = recipe.get("apply_share", 0.0)
+    task, used = (
+        (f"apply programs (a change merged into a file: {applies:.0%} of its edits) and edit programs",
+         "The `applySelector` setting names it")
+        if applies
+        else ("copy/gen edit programs", "Program mode uses it by default")
+    )  # fmt: skip
     lines = [
         f"# Span selector for {facts['base_model']}",
         "",
         f"A span selector: a LoRA adapter (llama.cpp GGUF, its tensors in Q8_0, `{facts['adapter']}`, {facts['bytes']:,} "
-        f"bytes, sha256 `{facts['sha256']}`) that teaches {facts['base_model']} to write copy/gen edit programs. "
-        "Program mode uses it by default; "
-        f"its prompt has no few-shot examples (`examples = {facts['prompt_examples']}`).",
+        f"bytes, sha256 `{facts['sha256']}`) that teaches {facts['base_model']} to write {task}. "
+        f"{used}; its prompt has no few-shot examples (`examples = {facts['prompt_examples']}`).",
         "",
         "Rebuild it from scratch (the data is built from this machine's code, never committed):",
         "",
