@@ -259,6 +259,11 @@ class Decoder:
         )
         return self.llama.tokenize(text, special=True)
 
+    def forget(self) -> None:
+        """Empty the KV cache: the next prompt is evaluated whole, none of it reused (a
+        benchmark's modes, run one after another on the same prompt, timed alike)."""
+        self.llama.truncate(0)
+
     def warm(self, options: EditOptions) -> None:
         """Make the KV cache hold exactly the fixed prompt prefix of edits with ``options``
         (:class:`~copyedit_lsp.edit.Editor`): evaluated once, then restored from a snapshot."""

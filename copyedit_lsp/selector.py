@@ -47,6 +47,14 @@ SHIPPED: dict[str, ShippedSelector] = {
         "c0fe660101e5c25fd9e759d5583448eb59ce1c0e5907e44cc8692b995ffe48ed",
         "none",
     ),
+    # the 0.5B's apply programs (applySelector): five stages from v4, its card has the chain
+    "qwen2.5-coder-0.5b-apply": ShippedSelector(
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-0.5b-apply.gguf",
+        "80f496f2a942a5881fb9120df6df0479d73520d0290659484a09bfc123323277",
+        "none",
+        task="apply",
+    ),
     # the 1.5B model's default: one stage with intent instructions and its own distilled fixes
     "qwen2.5-coder-1.5b": ShippedSelector(
         "qwen2.5-coder-1.5b",

@@ -540,6 +540,27 @@ async def test_apply_merges_blocks_reviewed_hunk_by_hunk_one_rejected(qwen):
         assert answer["reason"] and len(qwen.applied) == 1, answer
 
 
+async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
+    """A lazy snippet that rewrites a function, merged by the shipped apply selector's program (a
+    snippet never takes the merge's shortcut): two hunks to confirm (the docstring, the return),
+    the client takes the first only, and the file is the first alone, every other line as it was."""
+    uri = "file:///tmp/stats_snippet.py"
+    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    open_document(qwen, uri, text)
+    snippet = (
+        '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
+        "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"
+    )
+    docstring = text.replace("the population variance", "the sample variance")
+    qwen.answers.append({"applied": True, "hunks": [1]})
+    answer = await run_apply(qwen, {"uri": uri, "change": snippet})
+    assert answer["applied"] is True and answer["hunks"] == [1] and answer["edits"] == 2, answer
+    assert answer["text"] == docstring.replace("/ len(values)\n", "/ (len(values) - 1)\n")
+    (change,) = qwen.applied[-1].edit.document_changes
+    assert [e.annotation_id for e in change.edits] == ["hunk-1", "hunk-2"]
+    assert apply_lsp_edits(text, change.edits[:1]) == docstring
+
+
 @pytest_lsp.fixture(config=SERVER)
 async def workspace_client(lsp_client: LanguageClient, tmp_path_factory):
     root = tmp_path_factory.mktemp("workspace")

@@ -350,11 +350,16 @@ def test_the_shipped_selector_is_verified_and_writes_valid_programs(default_mode
     assert selectors.SHIPPED[selector.name].sha256 == selector.sha256
     assert resolve_selector("none", "qwen2.5-coder-0.5b") is None
     assert selector.name == "qwen2.5-coder-0.5b-v4"
-    # only the selectors that are defaults ship: one a model
-    assert sorted(shipped.model for shipped in selectors.SHIPPED.values()) == [
-        "qwen2.5-coder-0.5b",
-        "qwen2.5-coder-1.5b",
+    # only the selectors that are defaults ship: one a model and task
+    assert sorted((shipped.model, shipped.task) for shipped in selectors.SHIPPED.values()) == [
+        ("qwen2.5-coder-0.5b", "apply"),
+        ("qwen2.5-coder-0.5b", "edit"),
+        ("qwen2.5-coder-1.5b", "edit"),
     ]
+    applying = resolve_selector("default", "qwen2.5-coder-0.5b", task="apply")
+    assert applying is not None and applying.name == "qwen2.5-coder-0.5b-apply"
+    assert applying.sha256 == selectors.SHIPPED["qwen2.5-coder-0.5b-apply"].sha256
+    assert resolve_selector("default", "qwen2.5-coder-1.5b", task="apply") is None
     assert resolve_selector("default", "smollm2-135m") is None
     larger = resolve_selector("default", "qwen2.5-coder-1.5b")  # verified by its sha256, like the others
     assert larger is not None and larger.name == "qwen2.5-coder-1.5b" and larger.model == "qwen2.5-coder-1.5b"

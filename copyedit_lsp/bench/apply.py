@@ -8,7 +8,9 @@ answers for it); ``oracle``, the oracle apply program in forced mode (what a per
 costs); ``rewrite``, the base model writing the merged file out given the change (as FastApply
 does); ``lookup``, that rewrite with prompt lookup over the file and the change (the local
 analogue of Predicted Outputs).  Rewrite and lookup are scored as they come, unguarded. A
-refusal counts as a miss, never as lost code.
+refusal counts as a miss, never as lost code.  Every model mode starts from an empty KV cache
+(as an apply in the server does: no prefix of its prompt is kept warm), so none is timed on the
+prompt the mode before it evaluated.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ def _merged(
         offered = merged.text if merged.program is not None and not merged.unplaced else None
         return offered, merged.unplaced, {}
     assert applier is not None
+    applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
     options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language)
     if mode == "program":
         try:
