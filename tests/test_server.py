@@ -505,14 +505,20 @@ async def test_apply_refuses_a_change_it_cannot_place_with_a_clear_error_and_app
     assert actions and actions[-1].title == "Edit with instruction..."
 
 
+def open_stats(client: LanguageClient, uri: str) -> str:
+    """Open ``examples/stats.py`` as ``uri``; its text."""
+    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
+    open_document(client, uri, text)
+    return text
+
+
 async def test_apply_merges_blocks_reviewed_hunk_by_hunk_one_rejected(qwen):
     """Two search/replace blocks merged (placed once each: the merge answers): two hunks to
     confirm, the client takes the first only, and the file is the first change alone.  A snippet
-    the default model merges without an apply selector (a lookup rewrite) is offered only with
-    every line right (a blank line may go: no guard sees it), else refused with why."""
+    of two parts in so short a file, which the apply selector may place wrong, is offered only
+    with every line right (a blank line may go: no guard sees it), else refused with why."""
     uri = "file:///tmp/stats_apply.py"
-    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
-    open_document(qwen, uri, text)
+    text = open_stats(qwen, uri)
     blocks = (
         '<<<<<<< SEARCH\n    total = 0\n=======\n    if not values:\n        raise ValueError("no values")\n'
         "    total = 0\n>>>>>>> REPLACE\n<<<<<<< SEARCH\n    return sum((v - m) ** 2 for v in values) / len(values)\n"
@@ -545,8 +551,7 @@ async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
     snippet never takes the merge's shortcut): two hunks to confirm (the docstring, the return),
     the client takes the first only, and the file is the first alone, every other line as it was."""
     uri = "file:///tmp/stats_snippet.py"
-    text = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
-    open_document(qwen, uri, text)
+    text = open_stats(qwen, uri)
     snippet = (
         '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
         "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"

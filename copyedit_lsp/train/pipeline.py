@@ -237,17 +237,19 @@ def _training_table(facts: dict) -> str:
     return markdown_table(TRAINING_HEADERS, [row], right=range(6))
 
 
+def _purpose(applies: float) -> tuple[str, str]:
+    """What a selector trained with ``applies`` of its edits as applies writes, and what uses it."""
+    if applies:
+        what = f"apply programs (a change merged into a file: {applies:.0%} of its edits) and edit programs"
+        return what, "The `applySelector` setting names it"
+    return "copy/gen edit programs", "Program mode uses it by default"
+
+
 def model_card(facts: dict, command: str) -> str:
     """The card as Markdown: what the adapter is, the data, the training, the losses."""
     options, recipe = facts["options"], facts["recipe"]
     layers = "every layer" if options["top_layers"] is None else f"the last {options['top_layers']} layers"
-    applies = recipe.get("apply_share", 0.0)
-    task, used = (
-        (f"apply programs (a change merged into a file: {applies:.0%} of its edits) and edit programs",
-         "The `applySelector` setting names it")
-        if applies
-        else ("copy/gen edit programs", "Program mode uses it by default")
-    )  # fmt: skip
+    task, used = _purpose(recipe.get("apply_share", 0.0))
     lines = [
         f"# Span selector for {facts['base_model']}",
         "",
