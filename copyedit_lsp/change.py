@@ -135,7 +135,7 @@ class Change:
                 lines += [replace(line, piece=len(pieces) - 1) for line in kept]
                 new = [line.text for line in kept]
                 given.append(
-                    f"{SEARCH}\n{''.join(ended(list(piece.anchor)))}{DIVIDER}\n{''.join(ended(new))}{REPLACE}\n"
+                    write_block(list(piece.anchor), new)
                     if self.form == "search-replace"
                     else write_hunk(piece.header or "@@", list(piece.anchor), new)
                 )
@@ -166,6 +166,11 @@ def _named(lines: tuple[str, ...] | list[str]) -> str:
 def ended(lines: list[str]) -> list[str]:
     """``lines`` with a line break after the last (a file's last line may lack one)."""
     return [*lines[:-1], lines[-1] if lines[-1].endswith(("\n", "\r")) else lines[-1] + "\n"] if lines else []
+
+
+def write_block(old: list[str], new: list[str]) -> str:
+    """A search/replace block: ``old`` (the SEARCH body) replaced by ``new``."""
+    return f"{SEARCH}\n{''.join(ended(old))}{DIVIDER}\n{''.join(ended(new))}{REPLACE}\n"
 
 
 def write_hunk(header: str, old: list[str], new: list[str]) -> str:

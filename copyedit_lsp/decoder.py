@@ -436,9 +436,9 @@ class Decoder:
         markers: frozenset[int] = frozenset(),
     ) -> CopyOutcome:
         """The rest of a copy tag (of ``kind``: lines of the file or of the change, ``view``) from
-        its line numbers on, then its lines spliced; it holds none of the ``markers``.  With a ``check``, a copy the model doubts
-        stops before the doubted line (nothing of it is kept when that is its first line: the tag
-        from ``op_start`` on is taken back) and a gen opens."""
+        its line numbers on, then its lines spliced; it holds none of the ``markers``.  With a
+        ``check``, a copy the model doubts stops before the doubted line (nothing of it is kept
+        when that is its first line: the tag from ``op_start`` on is taken back) and a gen opens."""
         n = len(view.lines)
         scripted = goal if isinstance(goal, kind) else None
         start = write_number(run, self.tokens, first, n, self.tokens.dash, scripted.start if scripted else None,

@@ -14,7 +14,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from ..change import Change, ended, write_hunk
+from ..change import Change, ended, write_block, write_hunk
 from ..merge import anchors
 from ..resolver import split_lines
 
@@ -83,10 +83,7 @@ def build_change(
         marker = rng.choice(COMMENTS.get(language, COMMENTS["javascript"])).format(wording)
         return BuiltChange(form, _snippet(a, b, spans, marker), context, hard)
     if form == "search-replace":
-        blocks = [
-            f"<<<<<<< SEARCH\n{''.join(ended(a[i1:i2]))}=======\n{''.join(ended(b[j1:j2]))}>>>>>>> REPLACE\n"
-            for i1, i2, j1, j2 in spans
-        ]
+        blocks = [write_block(a[i1:i2], b[j1:j2]) for i1, i2, j1, j2 in spans]
         return BuiltChange(form, "\n".join(blocks), context, hard)
     return BuiltChange(form, _diff(a, b, spans, rng), context, hard)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import random
 
-from ..change import ended, write_hunk
+from ..change import ended, write_block, write_hunk
 from ..resolver import split_lines
 
 # Elision markers of the training data (never the benchmark's wordings).
@@ -53,8 +53,7 @@ def training_change(before: str, after: str, form: str, language: str, rng: rand
         return _snippet(a, b, spans, language, rng)
     if form == "search-replace":
         return "".join(
-            f"<<<<<<< SEARCH\n{''.join(ended(a[i1:i2]))}=======\n{''.join(ended(_noisy(b[j1:j2], rng)))}"
-            ">>>>>>> REPLACE\n" + ("\n" if rng.random() < 0.5 else "")
+            write_block(a[i1:i2], _noisy(b[j1:j2], rng)) + ("\n" if rng.random() < 0.5 else "")
             for i1, i2, j1, j2 in spans
         )
     return _diff(a, b, spans, rng)
