@@ -330,8 +330,8 @@ def _apply_change(args: argparse.Namespace) -> int:
     for part in applied.unplaced:
         print(f"copyedit: not placed: {part}", file=sys.stderr)
     if reason := applied.refusal(args.partial):
-        print(f"copyedit: {reason}; nothing was written" + ("" if applied.invented else " (--partial takes the rest)"),
-              file=sys.stderr)  # fmt: skip
+        rest = " (--partial takes the rest)" if applied.unplaced and not applied.invented else ""
+        print(f"copyedit: {reason}; nothing was written{rest}", file=sys.stderr)
         return 5
     if refused := _refused(args, result):
         return refused

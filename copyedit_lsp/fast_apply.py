@@ -7,8 +7,9 @@ is another language's, or whose search/replace blocks or diff hunks the determin
 The merge's program is the decoder's draft (kept only where the model chooses the same ops, so the
 result is the model's).  The result is then checked: every part of the change must show in it
 (:func:`unplaced_parts`; else the apply is refused, or with ``partial`` taken with the parts
-named), and it may lose no code but what the change deletes on purpose
-(:func:`~copyedit_lsp.loss.lost_code`).
+named), it may lose no code but what the change deletes on purpose
+(:func:`~copyedit_lsp.loss.lost_code`), and it may parse no worse than the file (a misplaced
+part often leaves a brace or a block unmatched).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from .edit import EditOptions, EditResult, EditStats, ProgressCallback, StopFlag
 from .loss import Loss, lost_code
 from .merge import Merged, merge
 from .program import Program
+from .prompt import alike
 from .resolver import split_lines
-from .scope import LANGUAGES, syntax_errors
+from .scope import LANGUAGES, adds_syntax_errors, syntax_errors
 
 
 class Applier(Protocol):
@@ -53,21 +55,31 @@ class ApplyOutcome:
     unplaced: tuple[str, ...]
     merged: Merged
     invented: tuple[str, ...] = ()  # lines the result writes that are in neither the file nor the change
+    worse_syntax: bool = False  # the result parses worse than the file
 
     @property
     def complete(self) -> bool:
         """Whether it may be offered as it is: not cut short, every part placed, nothing lost,
-        nothing written that the file and the change do not hold."""
-        return self.result.cut is None and not self.unplaced and self.result.loss is None and not self.invented
+        nothing written that the file and the change do not hold, no syntax error added."""
+        return (
+            self.result.cut is None
+            and not self.unplaced
+            and self.result.loss is None
+            and not self.invented
+            and not self.worse_syntax
+        )
 
-    def refusal(self, partial: bool = False) -> str | None:
+    def refusal(self, partial: bool = False, syntax_guard: bool = True) -> str | None:
         """Why the result must not be applied, but for the code it loses (asked about apart), or
-        None; ``partial`` takes a result that lacks parts of the change."""
+        None; ``partial`` takes a result that lacks parts of the change, no ``syntax_guard`` one
+        that parses worse than the file."""
         if self.invented:
             shown = ", ".join(repr(line) for line in self.invented[:3])
             return f"the result writes lines in neither the file nor the change ({shown})"
         if self.unplaced and not partial:
             return "a part of the change could not be placed: " + "; ".join(self.unplaced)
+        if self.worse_syntax and syntax_guard:
+            return "the result has more syntax errors than the file: a part of the change is misplaced"
         return None
 
 
@@ -111,7 +123,8 @@ def apply_change(
         result = replace(result, loss=apply_loss(text, result.text, change, options.language, instruction))
     lacking = [part for part in unplaced_parts(full, text, result.text) if part.split(": ", 1)[0] not in named]
     unplaced = (*anchored, *lacking)
-    return ApplyOutcome(result, unplaced, merged, invented_lines(text, result.text, change))
+    worse = result.cut is None and adds_syntax_errors(text, result.text, options.language)
+    return ApplyOutcome(result, unplaced, merged, invented_lines(text, result.text, change), worse)
 
 
 def invented_lines(before: str, after: str, change: Change) -> tuple[str, ...]:
@@ -184,7 +197,9 @@ def dropped_lines(before: str, after: str, change: Change) -> list[int]:
 def unplaced_parts(change: Change, before: str, after: str) -> tuple[str, ...]:
     """The parts of ``change`` (:meth:`~copyedit_lsp.change.Change.parts`) that ``after``, the
     result of applying it to ``before``, does not show: a line of the part missing (whitespace
-    aside), or for a part that only deletes, its lines as often in ``after`` as in ``before``."""
+    aside), for a part that only deletes, its lines as often in ``after`` as in ``before``, a new
+    line placed beside the file line it rewrites, which stays (:func:`kept_rewritten`), or the
+    part's lines split apart (:func:`_together`: a line dropped or put between them)."""
     have = set(_stripped(after))
     missing = []
     for name, lines, replaced in change.parts():
@@ -195,13 +210,54 @@ def unplaced_parts(change: Change, before: str, after: str) -> tuple[str, ...]:
                 missing.append(
                     f"{name}: the result lacks {gone[0]!r}" + (f" and {len(gone) - 1} more" if len(gone) > 1 else "")
                 )
+            elif kept := kept_rewritten(wanted, change, before, after):
+                missing.append(f"{name}: the result keeps {kept[1]!r} beside {kept[0]!r}, which reads as its rewrite")
+            elif not _together(lines, after):
+                missing.append(f"{name}: its lines do not stand together in the result as the change has them")
         elif _count(replaced, before) <= _count(replaced, after):
             missing.append(f"{name}: what it deletes is still there")
     return tuple(missing)
 
 
+def kept_rewritten(wanted: Sequence[str], change: Change, before: str, after: str) -> tuple[str, str] | None:
+    """A new line of ``wanted`` (stripped, in no line of ``before``) placed right beside a line
+    of ``before`` it reads like (:func:`~copyedit_lsp.prompt.alike`, the model's ``~N`` hint) that
+    ``change`` does not show, where ``after`` still holds every line of ``before`` it reads like,
+    as often: a line inserted where the change rewrites one, the rewritten line kept; or None."""
+    old = Counter(_stripped(before))
+    result = _stripped(after)
+    held, shown = Counter(result), {line.text.strip() for line in change.lines}
+    for line in (line for line in wanted if line not in old):
+        candidates = [key for key in old if key]
+        rewritable = {candidates[-at] for _, at in alike(line, candidates)}
+        if not rewritable or any(held[key] < old[key] for key in rewritable):
+            continue  # no line it could rewrite, or one of them rewritten
+        for at in (at for at, key in enumerate(result) if key == line):
+            beside = [key for key in result[max(at - 1, 0) : at] + result[at + 1 : at + 2] if key in rewritable]
+            if beside and beside[0] not in shown:
+                return line, beside[0]
+    return None
+
+
 def _stripped(text: str) -> list[str]:
     return [line.strip() for line in split_lines(text)]
+
+
+def _together(run: Sequence[str], text: str) -> bool:
+    """Whether the lines ``run`` stand together in ``text`` in this order, whitespace aside and a
+    run of blank lines as good as one (where the run begins and ends with any, as good as none)."""
+    want, lines = _shape(_stripped("".join(run))), _shape(_stripped(text), trim=False)
+    return any(lines[i : i + len(want)] == want for i in range(len(lines) - len(want) + 1))
+
+
+def _shape(lines: list[str], trim: bool = True) -> list[str]:
+    """``lines`` with each run of blank lines made one (``trim``: none at either end)."""
+    shaped = [line for at, line in enumerate(lines) if line or (at and lines[at - 1])]
+    while trim and shaped and not shaped[0]:
+        shaped.pop(0)
+    while trim and shaped and not shaped[-1]:
+        shaped.pop()
+    return shaped
 
 
 def _count(run: Sequence[str], text: str) -> int:

@@ -185,18 +185,26 @@ class CodeMatches:
             return " =" + ",".join(map(str, found[:MATCHES_SHOWN])) + more
         if len(key) < RESEMBLING_CHARS:
             return ""
-        matcher = difflib.SequenceMatcher(None, autojunk=False)
-        matcher.set_seq2(key)
-        best, number = RESEMBLING, 0
-        for at, code in enumerate(self.code, 1):
-            matcher.set_seq1(code)
-            if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best and matcher.ratio() > best:
-                best, number = matcher.ratio(), at
-        return f" ~{number}" if number else ""
+        like = alike(key, self.code)
+        return f" ~{1 - max(like)[1]}" if like else ""  # the likest, the first of equals
 
 
 MATCHES_SHOWN = 3
-RESEMBLING, RESEMBLING_CHARS = 0.7, 8  # a line reads like a code line: this ratio, at least this long
+RESEMBLING, RESEMBLING_CHARS = 0.7, 8  # a line reads like a code line: above this ratio, at least this long
+
+
+def alike(line: str, candidates: Sequence[str]) -> list[tuple[float, int]]:
+    """The candidates ``line`` reads like (a ratio above :data:`RESEMBLING`), as (ratio, minus
+    the index) pairs: the largest pair is the likest candidate, the first of equals."""
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(line)
+    found = []
+    for at, candidate in enumerate(candidates):
+        matcher.set_seq1(candidate)
+        if matcher.real_quick_ratio() > RESEMBLING and matcher.quick_ratio() > RESEMBLING:
+            if (ratio := matcher.ratio()) > RESEMBLING:
+                found.append((ratio, -at))
+    return found
 
 
 def shown_change(change: Change, view: SourceView, matches: CodeMatches) -> str:

@@ -435,7 +435,7 @@ async def apply(ls: CopyeditServer, *arguments) -> dict:
                 progress.live_done(applied.result.stats if applied else None)
     label = f"apply a {change.form}" + (f": {args.instruction}" if args.instruction else "")
     result = applied.result if applied is not None else None
-    refused = applied.refusal(args.partial) if applied is not None else None
+    refused = applied.refusal(args.partial, ls.settings.syntax_guard) if applied is not None else None
     edited = Edited(args.uri, document, version, text, region, result, None, language, label, refused)
     answer = await _conclude(ls, progress, edited)
     return answer | ({"unplaced": list(applied.unplaced)} if applied is not None and applied.unplaced else {})

@@ -71,6 +71,32 @@ def test_a_result_that_lacks_a_part_of_the_change_names_it():
     )
 
 
+def test_a_line_inserted_beside_the_line_it_rewrites_or_a_part_split_apart_is_not_placed():
+    """Every line of the part shows, yet the result is not the change: the rewritten line kept
+    beside its rewrite, or a line of the part (a blank one too) dropped from between the others."""
+    no_context = read_change("# ...\n        return self.data.get(key)\n# ...\n")
+    rewritten = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1)
+    assert unplaced_parts(no_context, FILE, rewritten) == ()
+    both = FILE.replace(
+        "        return self.data[key]\n", "        return self.data[key]\n        return self.data.get(key)\n"
+    )
+    assert unplaced_parts(no_context, FILE, both) == (
+        "part 1 ('return self.data.get(key)'): the result keeps 'return self.data[key]' beside "
+        "'return self.data.get(key)', which reads as its rewrite",
+    )
+    # an insertion beside a line alike, which the change shows: no rewrite kept
+    shown = read_change("# ...\n        return self.data[key]\n        return self.data.get(key)\n# ...\n")
+    assert unplaced_parts(shown, FILE, both) == ()
+    with_context = read_change(
+        "# ...\n    def get(self, key):\n        return self.data.get(key)\n\n    def put(self, key, value):\n# ...\n"
+    )
+    assert unplaced_parts(with_context, FILE, rewritten) == ()
+    assert unplaced_parts(with_context, FILE, rewritten.replace("\n\n    def put", "\n    def put")) == (
+        "part 1 ('def get(self, key):'): its lines do not stand together in the result as the change has them",
+    )
+    assert unplaced_parts(with_context, FILE, rewritten.replace("\n\n    def put", "\n\n\n    def put")) == ()
+
+
 def test_what_a_change_deletes_is_no_loss_but_other_code_is():
     blocks = read_change("<<<<<<< SEARCH\ndef save(path, text):\n    with open(path, \"w\") as f:\n"
                          "        f.write(text)\n=======\n>>>>>>> REPLACE\n")  # fmt: skip
@@ -107,6 +133,21 @@ def test_an_apply_is_drafted_from_the_merge_and_checked():
     assert not lossy.complete and lossy.result.loss is not None and lossy.unplaced == ()
     half = apply_change(Scripted(FILE.replace("import os\n", "")), FILE, blocks, EditOptions(language="python"))
     assert not half.complete and len(half.unplaced) == 1
+
+
+def test_an_apply_whose_result_parses_worse_than_the_file_is_refused():
+    """A part placed one line off leaves a block unmatched: every part shows and no line is lost,
+    so only the parse tells; the server's ``syntaxGuard`` false lets it through."""
+    snippet = read_change("# ...\n    def get(self, key):\n        return self.data.get(key)\n# ...\n")
+    good = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1)
+    options = EditOptions(language="python")
+    assert apply_change(Scripted(good), FILE, snippet, options).complete
+    off = good.replace(
+        "        return self.data.get(key)\n", "return self.data.get(key)\n        return self.data.get(key)\n"
+    )
+    applied = apply_change(Scripted(off), FILE, snippet, options)
+    assert applied.worse_syntax and not applied.complete and applied.unplaced == ()
+    assert "more syntax errors" in applied.refusal() and applied.refusal(syntax_guard=False) is None
 
 
 @pytest.mark.parametrize("form", FORMS)
