@@ -168,6 +168,20 @@ def ended(lines: list[str]) -> list[str]:
     return [*lines[:-1], lines[-1] if lines[-1].endswith(("\n", "\r")) else lines[-1] + "\n"] if lines else []
 
 
+def ended_text(text: str) -> str:
+    """``text`` with a line break after its last line: an apply merges the file's lines so, as the
+    change's lines all end with one (a line copied from the file then never runs into the next)."""
+    return "".join(ended(split_lines(text)))
+
+
+def ending_as(text: str, merged: str) -> str:
+    """``merged``, a change merged into ``text``'s lines (:func:`ended_text`), ending as ``text``
+    does: without a final line break where ``text`` has none."""
+    if text == ended_text(text):
+        return merged
+    return merged.removesuffix("\r\n") if merged.endswith("\r\n") else merged.removesuffix("\n").removesuffix("\r")
+
+
 def write_block(old: list[str], new: list[str]) -> str:
     """A search/replace block: ``old`` (the SEARCH body) replaced by ``new``."""
     return f"{SEARCH}\n{''.join(ended(old))}{DIVIDER}\n{''.join(ended(new))}{REPLACE}\n"

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .change import Change, change_lines, copy_reach
+from .change import Change, change_lines, copy_reach, ended_text, ending_as
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
     MODES,
@@ -194,8 +194,13 @@ class Decoder:
         check; program mode without an apply selector is a lookup rewrite, ``stats.fallback``),
         or the merged file written out given the change (rewrite; lookup drafts from the file and
         the change).  ``plan``, a program the merge found, is only ever a draft: each of its tags is
-        kept where the model chooses it, so it changes the cost, never the result."""
+        kept where the model chooses it, so it changes the cost, never the result.  The file's lines
+        are merged ended, the result ending as the file does (:func:`~copyedit_lsp.change.ending_as`)."""
         options.check(MODES, "none")
+        if (ended := ended_text(source)) != source:
+            result = self.apply(ended, change, options, instruction=instruction, plan=plan, stop=stop,
+                                on_progress=on_progress)  # fmt: skip
+            return replace(result, text=ending_as(source, result.text))
         if self.apply_selector is None and options.mode == "program":  # no apply programs without one
             looked_up = self.apply(source, change, replace(options, mode="lookup"), instruction=instruction,
                                    stop=stop, on_progress=on_progress)  # fmt: skip

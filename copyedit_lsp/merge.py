@@ -15,7 +15,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from .change import Change, Piece, change_lines
+from .change import Change, Piece, change_lines, ended_text, ending_as
 from .program import Program
 from .resolver import oracle_apply_program, split_lines
 
@@ -35,8 +35,9 @@ class Merged:
 
 
 def merge(text: str, change: Change) -> Merged:
-    """``change`` merged into ``text`` by the rules above."""
-    lines = split_lines(text)
+    """``change`` merged into ``text`` by the rules above (the file's lines ended, the result
+    ending as the file does: :func:`~copyedit_lsp.change.ending_as`)."""
+    lines = split_lines(ended_text(text))
     unplaced: list[str] = []
     if change.form == "file":
         merged, placed = list(change_lines(change)), 1
@@ -47,8 +48,8 @@ def merge(text: str, change: Change) -> Merged:
     after = "".join(merged)
     if not placed:
         return Merged(None, text, tuple(unplaced))
-    program = oracle_apply_program(text, after, change_lines(change))
-    return Merged(program, after, tuple(unplaced))
+    program = oracle_apply_program(ended_text(text), after, change_lines(change))
+    return Merged(program, ending_as(text, after), tuple(unplaced))
 
 
 def anchors(line: str) -> bool:

@@ -7,7 +7,7 @@ import pytest
 from test_change import FILE
 
 from copyedit_lsp.bench import changes as bench_changes
-from copyedit_lsp.change import FORMS, ChangeError, read_change
+from copyedit_lsp.change import FORMS, ChangeError, ended_text, ending_as, read_change
 from copyedit_lsp.edit import EditOptions, EditResult, EditStats
 from copyedit_lsp.fast_apply import apply_change, apply_loss, dropped_lines, unplaced_parts
 from copyedit_lsp.loss import lost_code
@@ -95,6 +95,18 @@ def test_a_line_inserted_beside_the_line_it_rewrites_or_a_part_split_apart_is_no
         "part 1 ('def get(self, key):'): its lines do not stand together in the result as the change has them",
     )
     assert unplaced_parts(with_context, FILE, rewritten.replace("\n\n    def put", "\n\n\n    def put")) == ()
+
+
+def test_a_merge_into_a_file_without_a_final_line_break_ends_as_the_file_does():
+    unended = FILE.removesuffix("\n")
+    block = read_change(
+        "<<<<<<< SEARCH\n        self.data[key] = value\n=======\n        self.data[key] = [value]\n>>>>>>> REPLACE\n"
+    )
+    assert merge(unended, block).text == unended.replace("= value", "= [value]")
+    appended = read_change("# ...\n        self.data[key] = value\n\n    def clear(self):\n        self.data = {}\n")
+    assert merge(unended, appended).text == unended + "\n\n    def clear(self):\n        self.data = {}"
+    assert (ended_text(unended), ending_as(unended, FILE), ending_as(FILE, FILE)) == (FILE, unended, FILE)
+    assert ending_as("a\r\nb", "a\r\nc\r\n") == "a\r\nc"
 
 
 def test_what_a_change_deletes_is_no_loss_but_other_code_is():

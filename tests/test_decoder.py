@@ -534,3 +534,12 @@ def test_an_apply_program_never_copies_a_snippets_marker(applying):
     across = Program((Copy(1, 9), ChangeCopy(2, 4), Copy(12, 19), ChangeCopy(5, 5)))
     with pytest.raises(DecodeError, match="outside 2..3"):  # the copy from line 2 reaches line 3
         applying.apply(before, change, EditOptions(mode="forced", program=across))
+
+
+def test_an_apply_to_a_file_without_a_final_line_break_keeps_its_lines_apart_and_its_ending(applying):
+    """The file's last line, copied before a line of the change, does not run into it, and the
+    result ends as the file does, without a line break."""
+    before = "".join(f"v{n} = {n}\n" for n in range(1, 6)).removesuffix("\n")
+    change = read_change("# ... unchanged ...\nv5 = 5\nv6 = 6\n")
+    after = applying.apply(before, change, EditOptions(mode="forced", program=Program((Copy(1, 5), ChangeCopy(3, 3)))))
+    assert after.text == before + "\nv6 = 6"

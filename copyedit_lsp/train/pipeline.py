@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ..change import change_lines, read_change
+from ..change import change_lines, ended_text, read_change
 from ..models import sha256_file
 from ..prompt import ChatTemplate
 from ..reports import markdown_table
@@ -180,11 +180,13 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
 
 
 def _apply_sequence(example: Example, template: ChatTemplate, vocab) -> tuple[list[int], TrainingSequence]:
-    """An apply's prompt and its oracle apply program as the decoder runs them."""
+    """An apply's prompt and its oracle apply program as the decoder runs them (the file's lines
+    ended: :func:`~copyedit_lsp.change.ended_text`)."""
     change = read_change(example.change, example.kind.removeprefix("apply-"))
-    prompt = template.apply_prompt(example.before, change, mode="program", language=example.language)
-    program = oracle_apply_program(example.before, example.after, change_lines(change))
-    answer = answer_sequence(program, example.before, vocab.tokenize, vocab.piece, change=change)
+    before, after = ended_text(example.before), ended_text(example.after)
+    prompt = template.apply_prompt(before, change, mode="program", language=example.language)
+    program = oracle_apply_program(before, after, change_lines(change))
+    answer = answer_sequence(program, before, vocab.tokenize, vocab.piece, change=change)
     return vocab.tokenize(prompt, special=True), answer
 
 
