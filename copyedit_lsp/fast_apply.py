@@ -216,7 +216,23 @@ def unplaced_parts(change: Change, before: str, after: str) -> tuple[str, ...]:
                 missing.append(f"{name}: its lines do not stand together in the result as the change has them")
         elif _count(replaced, before) <= _count(replaced, after):
             missing.append(f"{name}: what it deletes is still there")
+    if change.pieces and not missing and (off := miscounted(change, before, after)):
+        missing.append(f"the result holds {off[0]!r} {off[1]} times where the change makes it {off[2]}")
     return tuple(missing)
+
+
+def miscounted(change: Change, before: str, after: str) -> tuple[str, int, int] | None:
+    """A line of ``change``'s blocks or hunks (stripped, not blank) that ``after`` does not hold
+    as often as ``before`` less the anchors plus the replacements (the count every exact merge
+    of blocks or hunks gives: not so, a line kept beside its replacement, or written twice), with
+    how often it is held and should be; or None."""
+    removed, added = Counter[str](), Counter[str]()
+    for piece, (_, lines, _) in zip(change.pieces, change.parts(), strict=True):
+        removed.update(key for line in piece.anchor if (key := line.strip()))
+        added.update(key for line in lines if (key := line.strip()))
+    old, new = Counter(_stripped(before)), Counter(_stripped(after))
+    wanted = {key: old[key] - removed[key] + added[key] for key in removed | added}
+    return next(((key, new[key], count) for key, count in wanted.items() if new[key] != count), None)
 
 
 def kept_rewritten(wanted: Sequence[str], change: Change, before: str, after: str) -> tuple[str, str] | None:

@@ -97,6 +97,22 @@ def test_a_line_inserted_beside_the_line_it_rewrites_or_a_part_split_apart_is_no
     assert unplaced_parts(with_context, FILE, rewritten.replace("\n\n    def put", "\n\n\n    def put")) == ()
 
 
+def test_a_block_whose_search_body_stays_beside_its_replacement_is_not_placed():
+    """Blocks say how often each of their lines ends up in the file: the old line kept beside its
+    replacement, or a line of the block written twice, is miscounted though every line shows."""
+    blocks = read_change(BLOCKS)
+    good = AFTER.replace("import sys\n", "")
+    assert unplaced_parts(blocks, FILE, good) == ()
+    both = good + "        return self.data[key]\n"  # kept, though not beside its replacement
+    assert unplaced_parts(blocks, FILE, both) == (
+        "the result holds 'return self.data[key]' 1 times where the change makes it 0",
+    )
+    twice = good.replace("        return self.data.get(key)\n", "        return self.data.get(key)\n" * 2)
+    assert unplaced_parts(blocks, FILE, twice) == (
+        "the result holds 'return self.data.get(key)' 2 times where the change makes it 1",
+    )
+
+
 def test_a_merge_into_a_file_without_a_final_line_break_ends_as_the_file_does():
     unended = FILE.removesuffix("\n")
     block = read_change(
