@@ -243,8 +243,8 @@ def kept_rewritten(wanted: Sequence[str], change: Change, before: str, after: st
     old = Counter(_stripped(before))
     result = _stripped(after)
     held, shown = Counter(result), {line.text.strip() for line in change.lines}
+    candidates = [key for key in old if key]
     for line in (line for line in wanted if line not in old):
-        candidates = [key for key in old if key]
         rewritable = {candidates[-at] for _, at in alike(line, candidates)}
         if not rewritable or any(held[key] < old[key] for key in rewritable):
             continue  # no line it could rewrite, or one of them rewritten
