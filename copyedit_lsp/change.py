@@ -177,7 +177,7 @@ def ended_text(text: str) -> str:
 def ending_as(text: str, merged: str) -> str:
     """``merged``, a change merged into ``text``'s lines (:func:`ended_text`), ending as ``text``
     does: without a final line break where ``text`` has none."""
-    if text == ended_text(text):
+    if not text or text.endswith(("\n", "\r")):
         return merged
     return merged.removesuffix("\r\n") if merged.endswith("\r\n") else merged.removesuffix("\n").removesuffix("\r")
 

@@ -245,7 +245,7 @@ def kept_rewritten(wanted: Sequence[str], change: Change, before: str, after: st
     held, shown = Counter(result), {line.text.strip() for line in change.lines}
     candidates = [key for key in old if key]
     for line in (line for line in wanted if line not in old):
-        rewritable = {candidates[-at] for _, at in alike(line, candidates)}
+        rewritable = {candidates[at] for _, at in alike(line, candidates)}
         if not rewritable or any(held[key] < old[key] for key in rewritable):
             continue  # no line it could rewrite, or one of them rewritten
         for at in (at for at, key in enumerate(result) if key == line):
@@ -262,8 +262,7 @@ def _stripped(text: str) -> list[str]:
 def _together(run: Sequence[str], text: str) -> bool:
     """Whether the lines ``run`` stand together in ``text`` in this order, whitespace aside and a
     run of blank lines as good as one (where the run begins and ends with any, as good as none)."""
-    want, lines = _shape(_stripped("".join(run))), _shape(_stripped(text), trim=False)
-    return any(lines[i : i + len(want)] == want for i in range(len(lines) - len(want) + 1))
+    return _occurrences(_shape(_stripped("".join(run))), _shape(_stripped(text), trim=False)) > 0
 
 
 def _shape(lines: list[str], trim: bool = True) -> list[str]:
@@ -279,5 +278,9 @@ def _shape(lines: list[str], trim: bool = True) -> list[str]:
 def _count(run: Sequence[str], text: str) -> int:
     """How often the lines ``run`` (whitespace aside, blank lines skipped) stand together in ``text``."""
     want = [line for line in (line.strip() for line in run) if line]
-    lines = [line for line in _stripped(text) if line]
+    return _occurrences(want, [line for line in _stripped(text) if line])
+
+
+def _occurrences(want: list[str], lines: list[str]) -> int:
+    """How often ``want`` (not empty) stands together in ``lines``; 0 for an empty ``want``."""
     return sum(lines[i : i + len(want)] == want for i in range(len(lines) - len(want) + 1)) if want else 0

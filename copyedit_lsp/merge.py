@@ -37,7 +37,8 @@ class Merged:
 def merge(text: str, change: Change) -> Merged:
     """``change`` merged into ``text`` by the rules above (the file's lines ended, the result
     ending as the file does: :func:`~copyedit_lsp.change.ending_as`)."""
-    lines = split_lines(ended_text(text))
+    ended = ended_text(text)
+    lines = split_lines(ended)
     unplaced: list[str] = []
     if change.form == "file":
         merged, placed = list(change_lines(change)), 1
@@ -48,7 +49,7 @@ def merge(text: str, change: Change) -> Merged:
     after = "".join(merged)
     if not placed:
         return Merged(None, text, tuple(unplaced))
-    program = oracle_apply_program(ended_text(text), after, change_lines(change))
+    program = oracle_apply_program(ended, after, change_lines(change))
     return Merged(program, ending_as(text, after), tuple(unplaced))
 
 

@@ -186,7 +186,10 @@ class CodeMatches:
         if len(key) < RESEMBLING_CHARS:
             return ""
         like = alike(key, self.code)
-        return f" ~{1 - max(like)[1]}" if like else ""  # the likest, the first of equals
+        if not like:
+            return ""
+        _, at = max(like, key=lambda found: (found[0], -found[1]))  # the likest, the first of equals
+        return f" ~{at + 1}"
 
 
 MATCHES_SHOWN = 3
@@ -194,8 +197,8 @@ RESEMBLING, RESEMBLING_CHARS = 0.7, 8  # a line reads like a code line: above th
 
 
 def alike(line: str, candidates: Sequence[str]) -> list[tuple[float, int]]:
-    """The candidates ``line`` reads like (a ratio above :data:`RESEMBLING`), as (ratio, minus
-    the index) pairs: the largest pair is the likest candidate, the first of equals."""
+    """The candidates ``line`` reads like (a ratio above :data:`RESEMBLING`), as (ratio, index)
+    pairs in the candidates' order."""
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2(line)
     found = []
@@ -203,7 +206,7 @@ def alike(line: str, candidates: Sequence[str]) -> list[tuple[float, int]]:
         matcher.set_seq1(candidate)
         if matcher.real_quick_ratio() > RESEMBLING and matcher.quick_ratio() > RESEMBLING:
             if (ratio := matcher.ratio()) > RESEMBLING:
-                found.append((ratio, -at))
+                found.append((ratio, at))
     return found
 
 
