@@ -207,7 +207,9 @@ def _settings(args: argparse.Namespace, **values):
     """The settings the model and remote arguments name (checked: ValueError on a bad value)."""
     from .config import Settings
 
-    values = {"backend": getattr(args, "backend", "local")} | values
+    remote = ("remote_url", "remote_model", "remote_engine", "remote_timeout", "remote_gens_per_request")
+    given = {name: getattr(args, name) for name in remote if hasattr(args, name)}
+    values = {"backend": getattr(args, "backend", "local")} | given | values
     return Settings(
         model=args.model,
         n_ctx=args.n_ctx,
@@ -216,11 +218,6 @@ def _settings(args: argparse.Namespace, **values):
         batch_invariant=args.batch_invariant,
         selector=args.selector,
         apply_selector=args.apply_selector,
-        remote_url=args.remote_url,
-        remote_model=args.remote_model,
-        remote_engine=args.remote_engine,
-        remote_timeout=args.remote_timeout,
-        remote_gens_per_request=args.remote_gens_per_request,
         **values,
     ).check()
 
@@ -434,6 +431,22 @@ def _write_manifest(
         task=task,
     )
     write_manifest(manifest, Path(args.out), name)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``copyedit serve``: the OpenAI-compatible apply endpoint on the local model, until interrupted."""
+    import os
+
+    from .openai_api import API_KEY_VARIABLE, ServeOptions, serve
+
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        api_key=os.environ.get(API_KEY_VARIABLE) or None,
+        max_request_bytes=args.max_request_bytes,
+        shortcut=args.shortcut,
+    )
+    return serve(_settings(args), options)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -694,6 +707,31 @@ def _add_edit_commands(commands) -> None:
     _add_model_arguments(demo)
     _add_remote_arguments(demo)
     demo.set_defaults(func=cmd_demo)
+    _add_serve_command(commands)
+
+
+def _add_serve_command(commands) -> None:
+    """``serve``."""
+    from .openai_api import API_KEY_VARIABLE, ServeOptions
+
+    serve = commands.add_parser(
+        "serve",
+        help=f"an OpenAI-compatible apply endpoint (POST /v1/chat/completions, Morph's request form; "
+        f"the key, if any, from ${API_KEY_VARIABLE}); writes nothing",
+    )
+    serve.add_argument("--host", default=ServeOptions.host, help="the address to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=ServeOptions.port)
+    serve.add_argument(
+        "--max-request-bytes", type=int, default=ServeOptions.max_request_bytes, help="larger requests get a 413"
+    )
+    serve.add_argument(
+        "--no-shortcut",
+        dest="shortcut",
+        action="store_false",
+        help="run the model even where the deterministic merge places every block or hunk",
+    )
+    _add_model_arguments(serve)
+    serve.set_defaults(func=cmd_serve)
 
 
 def _add_change_arguments(apply: argparse.ArgumentParser) -> None:

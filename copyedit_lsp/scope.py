@@ -295,3 +295,15 @@ def _compiles(source: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def language_of_code(text: str) -> str | None:
+    """The language ``text`` reads as, told by its parse alone (no file name): the one of Python,
+    JavaScript and TypeScript it parses in with the fewest errors; None on a tie (Python and
+    JavaScript alike), where the checks that need a language work by lines alone."""
+    counts = {language: syntax_errors(text, language) or 0 for language in ("python", "javascript", "typescript")}
+    fewest = min(counts.values())
+    best = [language for language, count in counts.items() if count == fewest]
+    if best == ["python"]:
+        return "python"
+    return None if "python" in best else best[0]
