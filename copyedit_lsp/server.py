@@ -50,9 +50,9 @@ from .region import (
     refusal,
     replace_region,
 )
-from .resolver import split_lines
+from .resolver import Source, sources, split_lines
 from .scope import language_for, top_level_chunks
-from .textedits import region_edits
+from .textedits import PROVENANCE_NOTIFICATION, describe_hunk, hunk_provenance, region_edits
 from .worker import Worker
 from .workspace_files import WorkspaceFile, workspace_files
 
@@ -310,15 +310,18 @@ async def _apply(ls: CopyeditServer, instruction: str, edit: types.WorkspaceEdit
     return Applied(response.applied, hunks)
 
 
-def _reviewed(change: types.TextDocumentEdit, instruction: str) -> types.WorkspaceEdit:
+def _reviewed(
+    change: types.TextDocumentEdit, instruction: str, descriptions: list[str] | None = None
+) -> types.WorkspaceEdit:
     """``change`` as hunks the user confirms one by one: each text edit its own change annotation
-    (``hunk-1``, ...) that needs confirmation."""
+    (``hunk-1``, ...) that needs confirmation, described by ``descriptions`` (else the instruction)."""
     annotations, annotated = {}, []
     for number, edit in enumerate(change.edits, 1):
         first, last = edit.range.start.line + 1, max(edit.range.end.line, edit.range.start.line + 1)
         label = f"hunk {number} of {len(change.edits)}: line {first}" + (f"-{last}" if last > first else "")
+        description = descriptions[number - 1] if descriptions else instruction
         annotations[f"hunk-{number}"] = types.ChangeAnnotation(
-            label=label, needs_confirmation=True, description=instruction
+            label=label, needs_confirmation=True, description=description
         )
         annotated.append(
             types.AnnotatedTextEdit(range=edit.range, new_text=edit.new_text, annotation_id=f"hunk-{number}")
@@ -436,7 +439,8 @@ async def apply(ls: CopyeditServer, *arguments) -> dict:
     label = f"apply a {change.form}" + (f": {args.instruction}" if args.instruction else "")
     result = applied.result if applied is not None else None
     refused = applied.refusal(args.partial, ls.settings.syntax_guard) if applied is not None else None
-    edited = Edited(args.uri, document, version, text, region, result, None, language, label, refused)
+    written = tuple(sources(result.program)) if result is not None and result.program is not None else None
+    edited = Edited(args.uri, document, version, text, region, result, None, language, label, refused, written)
     answer = await _conclude(ls, progress, edited)
     return answer | ({"unplaced": list(applied.unplaced)} if applied is not None and applied.unplaced else {})
 
@@ -457,6 +461,7 @@ class Edited:
     language: str | None
     label: str
     refused: str | None = None
+    written: tuple[Source, ...] | None = None  # an apply's: where each line of the result comes from
 
 
 async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> dict:
@@ -483,7 +488,11 @@ async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> 
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
         return {"applied": False, "reason": reason, "text": new_text} | _answer(result)
-    answer = await _offer(ls, uri, edited.label, version, edits, result)
+    provenance = None
+    if edited.written is not None and len(edited.written) == len(split_lines(result.text)):  # an apply's review
+        region = edited.region
+        provenance = hunk_provenance(text, region.start, region.end, result.text, edited.written)
+    answer = await _offer(ls, uri, edited.label, version, edits, result, provenance)
     done = f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit"
     if result.stats.fallback is not None:
         done += f" (a rewrite by the base model: {FALLBACKS[result.stats.fallback]})"
@@ -493,15 +502,28 @@ async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> 
 
 
 async def _offer(
-    ls: CopyeditServer, uri: str, label: str, version: int | None, edits: list, result: EditResult
+    ls: CopyeditServer,
+    uri: str,
+    label: str,
+    version: int | None,
+    edits: list,
+    result: EditResult,
+    provenance: list[dict] | None = None,
 ) -> Applied:
     """Send ``edits`` of ``uri`` at ``version`` to the client, for review hunk by hunk where the
-    settings ask for it or the result loses code; what the client answered."""
+    settings ask for it or the result loses code; what the client answered.  An apply's
+    ``provenance`` (each hunk's lines: from the file, the change or the model) goes into each
+    hunk's description and, for the client's review, first as ``copyedit/provenance``."""
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
     change = types.TextDocumentEdit(text_document=identifier, edits=edits)
     reviews = ls.settings.reviews(workspace=False) or result.loss is not None  # code lost: hunk by hunk
     reviewed = reviews and _supports_annotations(ls)
-    workspace_edit = _reviewed(change, label) if reviewed else types.WorkspaceEdit(document_changes=[change])
+    descriptions = [describe_hunk(hunk) for hunk in provenance] if provenance else None
+    workspace_edit = (
+        _reviewed(change, label, descriptions) if reviewed else types.WorkspaceEdit(document_changes=[change])
+    )
+    if provenance and edits and reviewed:
+        ls.protocol.notify(PROVENANCE_NOTIFICATION, {"uri": uri, "version": version, "hunks": provenance})
     return await _apply(ls, label, workspace_edit) if edits else Applied(True)
 
 

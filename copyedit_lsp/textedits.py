@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+
 from lsprotocol import types
 
 from .program import Program
-from .resolver import LineEdit, split_lines, text_edits
+from .resolver import LineEdit, Source, split_lines, text_edits
 
 
 def _units(text: str, encoding: str) -> int:
@@ -69,3 +72,41 @@ def apply_lsp_edits(text: str, edits: list[types.TextEdit]) -> str:
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
     return text
+
+
+PROVENANCE_NOTIFICATION = "copyedit/provenance"
+
+
+def hunk_provenance(document: str, start: int, end: int, new_region: str, written: Sequence[Source]) -> list[dict]:
+    """Each hunk of :func:`region_edits` (no program) as an apply's review shows it: how many lines
+    it removes and where each of its new lines comes from (``{"source": "file"|"change", "line": N}``
+    or ``{"source": "gen"}``), ``written`` the sources of ``new_region``'s lines in order."""
+    from .resolver import oracle_program
+
+    region = "".join(split_lines(document)[start:end])
+    hunks, shift = [], 0
+    for edit in text_edits(oracle_program(region, new_region), region):
+        count, removes = len(split_lines(edit.new_text)), edit.end - edit.start
+        first = edit.start + shift
+        lines = [{"source": kind} | ({"line": line} if line else {}) for kind, line in written[first : first + count]]
+        hunks.append({"removes": removes, "lines": lines})
+        shift += count - removes
+    return hunks
+
+
+def describe_hunk(hunk: dict) -> str:
+    """What a hunk of :func:`hunk_provenance` does, in words (its change annotation's description)."""
+    kinds = Counter(line["source"] for line in hunk["lines"])
+    parts = [
+        f"{kinds[kind]} {'line' if kinds[kind] == 1 else 'lines'} {words}"
+        for kind, words in (
+            ("change", "from the change"),
+            ("file", "kept from the file"),
+            ("gen", "written by the model"),
+        )
+        if kinds[kind]
+    ]
+    removed = f"removes {hunk['removes']} {'line' if hunk['removes'] == 1 else 'lines'}" if hunk["removes"] else ""
+    if not parts:
+        return f"a deletion: {removed}"
+    return ", ".join(parts) + (f"; {removed}" if removed else "")

@@ -510,3 +510,64 @@ end
     words = {"cut": "cut short", "syntax": "broke the syntax", "loss": "lost code", "unchanged": "changed nothing"}
     for reason, said in words.items():
         assert described[reason].endswith(f"rewritten (program {said})"), described
+
+
+STATS = (ROOT / "examples" / "stats.py").read_text()
+VARIANCE_SNIPPET = (  # the variance as the sample's: its docstring (change line 5) and return (line 7)
+    '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
+    "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"
+)
+
+
+def test_a_change_is_applied_from_a_register_or_another_buffers_lines_with_its_sources_shown(tmp_path):
+    """:CopyEditApply merges the change in the `+` register: the review shows, beside each new
+    line, that it came from the change; `y` then `q` takes the first hunk only, and the buffer is
+    that hunk alone.  :%CopyEditApplyTo, run in a scratch buffer that holds the change, merges it
+    into the file's buffer; `a` takes every hunk."""
+    source = tmp_path / "stats.py"
+    source.write_text(STATS)
+    body = f"""
+local function main()
+  obs.shown = {{}}
+  local key = copyedit.review_key
+  copyedit.review_key = function()  -- what the review's float shows when it asks
+    for _, window in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(window).relative ~= '' then
+        local float = vim.api.nvim_win_get_buf(window)
+        local ns = vim.api.nvim_get_namespaces()['copyedit-review']
+        local marks = vim.api.nvim_buf_get_extmarks(float, ns, 0, -1, {{ details = true }})
+        local words = {{}}
+        for _, mark in ipairs(marks) do
+          if mark[4].virt_text then table.insert(words, mark[4].virt_text[1][1]) end
+        end
+        table.insert(obs.shown, {{ lines = vim.api.nvim_buf_get_lines(float, 0, -1, false), sources = words }})
+      end
+    end
+    return key()
+  end
+  local bufnr = open({lua_string(str(source))})
+  vim.fn.setreg('+', {lua_string(VARIANCE_SNIPPET)})
+  review_with('yq')
+  vim.cmd('CopyEditApply')
+  record_edit('the apply from the register', bufnr, 'register_')
+  obs.register_review = copyedit.last_review
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, obs.before)
+  copyedit.last_result, copyedit.last_error = nil, nil
+  vim.cmd('new')
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split({lua_string(VARIANCE_SNIPPET.rstrip())}, '\\n'))
+  review_with('a')
+  vim.cmd('%CopyEditApplyTo ' .. bufnr)
+  record_edit('the apply from another buffer', bufnr, 'buffer_')
+end
+"""
+    seen = run_nvim(tmp_path, DEFAULT, body)
+    docstring = STATS.replace("the population variance", "the sample variance")
+    assert seen["register_err"] is None and seen["register_result"]["applied"] is True, seen["register_result"]
+    assert seen["register_result"]["hunks"] == [1] and buffer_text(seen["register_after"]) == docstring
+    review = seen["register_review"]
+    assert review["sources"] == [{"removes": 1, "lines": [{"source": "change", "line": n}]} for n in (5, 7)]
+    first = seen["shown"][0]
+    assert first["sources"] == ["  <- from the change, line 5"], first
+    assert '+     """Return the sample variance of values."""' in first["lines"], first
+    assert seen["buffer_err"] is None and seen["buffer_result"]["hunks"] == [1, 2], seen["buffer_result"]
+    assert buffer_text(seen["buffer_after"]) == docstring.replace("/ len(values)\n", "/ (len(values) - 1)\n")

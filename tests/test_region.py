@@ -5,6 +5,7 @@ from lsprotocol import types
 
 from copyedit_lsp.actions import Diagnostic, instruction_comment, list_actions
 from copyedit_lsp.config import Settings, updated
+from copyedit_lsp.program import parse_program
 from copyedit_lsp.region import (
     EditArguments,
     Position,
@@ -15,9 +16,9 @@ from copyedit_lsp.region import (
     plan_region,
     replace_region,
 )
-from copyedit_lsp.resolver import oracle_program
+from copyedit_lsp.resolver import oracle_program, resolve, sources, split_lines
 from copyedit_lsp.scope import adds_syntax_errors
-from copyedit_lsp.textedits import apply_lsp_edits, region_edits
+from copyedit_lsp.textedits import apply_lsp_edits, describe_hunk, hunk_provenance, region_edits
 from copyedit_lsp.workspace_files import workspace_files
 
 CODE = "import os\n\n\ndef f(x):\n    y = x\n    return y\n\n\ndef g():\n    pass\n"
@@ -173,6 +174,25 @@ def test_region_edits_are_minimal_and_in_utf16_units():
     )
     assert edits[0].range.end == types.Position(line=0, character=len("x = 'é🙂'") + 1)
     assert apply_lsp_edits(document, edits) == "x = 1\n"
+
+
+def test_an_applys_hunks_say_where_each_new_line_comes_from():
+    """Of a region rewritten by an apply program (a file line kept, the change's lines, one new),
+    each hunk names its lines' sources and what it removes; a hunk that only removes is a deletion."""
+    document = "head\na = 1\nb = 2\nc = 3\nd = 4\n"
+    ops = '<copy lines="1-1"/>\n<copy change="2-2"/>\n<copy lines="3-3"/>\n<gen>\ne = 5\n</gen>\n'
+    program = parse_program(f"<program>\n{ops}</program>", 4, 2)
+    new = resolve(program, "".join(split_lines(document)[1:]), ["x\n", "b = 20\n"])
+    hunks = hunk_provenance(document, 1, 5, new, sources(program))
+    assert hunks == [
+        {"removes": 1, "lines": [{"source": "change", "line": 2}]},
+        {"removes": 1, "lines": [{"source": "gen"}]},
+    ]
+    assert [describe_hunk(hunk) for hunk in hunks] == [
+        "1 line from the change; removes 1 line",
+        "1 line written by the model; removes 1 line",
+    ]
+    assert describe_hunk({"removes": 3, "lines": []}) == "a deletion: removes 3 lines"
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,12 @@ async def start(client: LanguageClient, capabilities: str, options: dict, root: 
     def op(params) -> None:
         client.ops.append(params)
 
+    client.provenance = []  # copyedit/provenance notifications
+
+    @client.feature("copyedit/provenance")
+    def provenance(params) -> None:
+        client.provenance.append(params)
+
     client.asked = []  # window/showMessageRequest messages
     client.choices = []  # the action each one is answered with, by title (default: none taken)
 
@@ -564,6 +570,13 @@ async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
     (change,) = qwen.applied[-1].edit.document_changes
     assert [e.annotation_id for e in change.edits] == ["hunk-1", "hunk-2"]
     assert apply_lsp_edits(text, change.edits[:1]) == docstring
+    # provenance, sent before the review: each hunk's one new line is the change's (its line 5, then
+    # 7: the snippet's docstring and return), and each hunk says so in its description
+    (sent,) = [as_dict(notice) for notice in qwen.provenance]
+    assert sent["uri"] == uri and sent["version"] == 1
+    assert sent["hunks"] == [{"removes": 1, "lines": [{"source": "change", "line": n}]} for n in (5, 7)]
+    descriptions = [a.description for a in qwen.applied[-1].edit.change_annotations.values()]
+    assert descriptions == ["1 line from the change; removes 1 line"] * 2
 
 
 @pytest_lsp.fixture(config=SERVER)

@@ -1,4 +1,4 @@
--- The :CopyEdit, :CopyEditWorkspace and :CopyEditCancel commands exist as soon as the plugin is on
+-- The :CopyEdit, :CopyEditWorkspace, :CopyEditApply(To) and :CopyEditCancel commands exist once the plugin is on
 -- the runtimepath; the server starts once require('copyedit').setup{...} has run.
 if vim.g.loaded_copyedit or vim.fn.has('nvim-0.7') == 0 then
   return

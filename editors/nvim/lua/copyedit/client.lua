@@ -118,6 +118,7 @@ local function client_config(bufnr)
       ['$/progress'] = progress_handler,
       ['workspace/applyEdit'] = review.apply_edit_handler,
       ['copyedit/op'] = live.op_handler,
+      ['copyedit/provenance'] = review.provenance_handler,
     },
     capabilities = capabilities(),
     flags = plugin().config.flags,

@@ -13,6 +13,7 @@ local M = {}
 
 M.name = 'copyedit'
 M.EDIT = 'copyedit.edit'
+M.APPLY = 'copyedit.apply'
 M.REFACTOR = 'copyedit.refactorWorkspace'
 M.CANCEL = 'copyedit.cancel'
 
@@ -98,7 +99,7 @@ function M.execute(client, bufnr, command, argument, on_done)
     M.last_result = result
     if err then
       notify(err.message or vim.inspect(err), vim.log.levels.ERROR)
-    elseif command == M.EDIT then
+    elseif command == M.EDIT or command == M.APPLY then
       local level = (result and result.applied) and vim.log.levels.INFO or vim.log.levels.WARN
       notify(describe(result), level)
     elseif command == M.REFACTOR and type(result) == 'table' then
@@ -172,6 +173,24 @@ function M.edit(opts)
   end)
 end
 
+--- Merge a change an assistant wrote (a lazy snippet, search/replace blocks, a diff, a whole file)
+--- into a buffer. opts: bufnr (default: the current one), change (the text), on_done(err, result).
+function M.apply(opts)
+  opts = opts or {}
+  local bufnr = (opts.bufnr == nil or opts.bufnr == 0) and vim.api.nvim_get_current_buf() or opts.bufnr
+  if type(opts.change) ~= 'string' or vim.trim(opts.change) == '' then
+    notify('no change to apply (the register or the lines are empty)', vim.log.levels.WARN)
+    return
+  end
+  with_client(bufnr, function(client)
+    M.execute(client, bufnr, M.APPLY, {
+      uri = vim.uri_from_bufnr(bufnr),
+      version = M.buf_version(bufnr),
+      change = opts.change,
+    }, opts.on_done)
+  end)
+end
+
 --- Refactor the workspace: opts.instruction (prompted when absent), opts.include, opts.on_done.
 function M.refactor_workspace(opts)
   opts = opts or {}
@@ -232,6 +251,24 @@ function M.create_commands()
   vim.api.nvim_create_user_command('CopyEditWorkspace', function(args)
     M.refactor_workspace({ instruction = args.args })
   end, { nargs = '*', desc = 'copyedit: refactor the workspace' })
+  vim.api.nvim_create_user_command('CopyEditApply', function(args)
+    local register = args.args ~= '' and args.args or '+'
+    M.apply({ change = vim.fn.getreg(register) })
+  end, { nargs = '?', desc = 'copyedit: merge the change in a register (default +) into this buffer' })
+  vim.api.nvim_create_user_command('CopyEditApplyTo', function(args)
+    local target = vim.fn.bufnr(args.args)
+    if target < 0 then
+      notify('no buffer ' .. args.args, vim.log.levels.ERROR)
+      return
+    end
+    local lines = vim.api.nvim_buf_get_lines(0, args.line1 - 1, args.line2, false)
+    M.apply({ bufnr = target, change = table.concat(lines, '\n') .. '\n' })
+  end, {
+    nargs = 1,
+    range = '%',
+    complete = 'buffer',
+    desc = 'copyedit: merge these lines (default: all) as a change into another buffer',
+  })
   vim.api.nvim_create_user_command('CopyEditCancel', function()
     M.cancel()
   end, { nargs = 0, desc = 'copyedit: cancel running edits' })

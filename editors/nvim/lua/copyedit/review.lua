@@ -5,6 +5,8 @@
 --   y  take this hunk       n  leave it
 --   a  take it and every hunk after it    q / <Esc>  leave it and every hunk after it
 -- and answers the server with what it did: {applied, hunks = the 1-based indices taken}.
+-- An apply's hunks show beside each new line where it came from (the file, the change or the
+-- model: the server's copyedit/provenance), and a hunk that only removes lines says so.
 
 local util = require('copyedit.util')
 local notify, fire = util.notify, util.fire
@@ -15,6 +17,24 @@ local R = {}
 local review_ns = vim.api.nvim_create_namespace('copyedit-review')
 vim.api.nvim_set_hl(0, 'CopyEditReviewOld', { default = true, link = 'DiffDelete' })
 vim.api.nvim_set_hl(0, 'CopyEditReviewNew', { default = true, link = 'DiffAdd' })
+vim.api.nvim_set_hl(0, 'CopyEditReviewSource', { default = true, link = 'Comment' })
+
+-- copyedit/provenance: before an apply's review, where each hunk's new lines come from
+-- ({removes, lines = {{source = 'file'|'change'|'gen', line}}}), kept by document until reviewed.
+local provenance = {}
+
+function R.provenance_handler(_, params)
+  if type(params) == 'table' and params.uri then
+    provenance[params.uri] = params.hunks
+  end
+end
+
+-- The words a review shows beside a new line of an apply: where it came from.
+local SOURCE_WORDS = { file = 'kept from the file, line %d', change = 'from the change, line %d', gen = 'written by the model' }
+
+function R.source_words(line)
+  return string.format(SOURCE_WORDS[line.source] or line.source, line.line or 0)
+end
 
 local function needs_review(edit)
   for _, annotation in pairs(edit.changeAnnotations or {}) do
@@ -26,12 +46,15 @@ local function needs_review(edit)
 end
 
 -- Every text edit of a WorkspaceEdit in order, with the document it changes.
+-- An apply's hunks carry where their lines come from (copyedit/provenance), taken once.
 local function hunks_of(edit)
   local hunks = {}
   for _, change in ipairs(edit.documentChanges or {}) do
     if change.textDocument then
-      for _, text_edit in ipairs(change.edits) do
-        table.insert(hunks, { document = change.textDocument, edit = text_edit })
+      local sent = provenance[change.textDocument.uri]
+      provenance[change.textDocument.uri] = nil
+      for index, text_edit in ipairs(change.edits) do
+        table.insert(hunks, { document = change.textDocument, edit = text_edit, sources = sent and sent[index] })
       end
     end
   end
@@ -49,6 +72,7 @@ end
 -- Show hunk `index` of `hunks`: its old lines highlighted in their buffer, a float with the change.
 local function show_hunk(hunks, index, label)
   local hunk = hunks[index]
+  local sources = hunk.sources
   local bufnr = vim.uri_to_bufnr(hunk.document.uri)
   vim.fn.bufload(bufnr)
   if vim.api.nvim_get_current_buf() ~= bufnr then
@@ -72,6 +96,9 @@ local function show_hunk(hunks, index, label)
     table.insert(body, '+ ' .. line)
   end
   local title = string.format('copyedit: %s (hunk %d of %d)', label or 'edit', index, #hunks)
+  if sources and #sources.lines == 0 then
+    title = title .. ': a deletion'
+  end
   table.insert(body, 1, title)
   table.insert(body, 'y take  n leave  a take this and the rest  q leave this and the rest')
   local float = vim.api.nvim_create_buf(false, true)
@@ -81,6 +108,11 @@ local function show_hunk(hunks, index, label)
   end
   for row = #old + 1, #old + #added do
     vim.api.nvim_buf_add_highlight(float, review_ns, 'CopyEditReviewNew', row, 0, -1)
+    local line = sources and sources.lines[row - #old]
+    if line then -- an apply: where the line came from, after it
+      local words = { { '  <- ' .. R.source_words(line), 'CopyEditReviewSource' } }
+      vim.api.nvim_buf_set_extmark(float, review_ns, row, 0, { virt_text = words })
+    end
   end
   local width = 20
   for _, line in ipairs(body) do
@@ -146,7 +178,11 @@ function R.apply_edit_handler(err, params, ctx, config)
   end
   local label = params.label and params.label:gsub('^copyedit: ', '') or nil
   local taken, hunks = R.review(params.edit, label)
-  plugin().last_review = { hunks = #hunks, taken = taken, applied = #taken > 0, edit = params.edit }
+  local sources = {}
+  for index, hunk in ipairs(hunks) do
+    sources[index] = hunk.sources or vim.NIL
+  end
+  plugin().last_review = { hunks = #hunks, taken = taken, applied = #taken > 0, edit = params.edit, sources = sources }
   fire('CopyEditReviewed')
   if #taken == 0 then
     notify('the edit was rejected: nothing changed')
