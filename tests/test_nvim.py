@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from fixes import fix_problems
 from lsprotocol import types
+from texts import STATS, VARIANCE_SNIPPET
 
 from copyedit_lsp.textedits import apply_lsp_edits
 
@@ -510,13 +511,6 @@ end
     words = {"cut": "cut short", "syntax": "broke the syntax", "loss": "lost code", "unchanged": "changed nothing"}
     for reason, said in words.items():
         assert described[reason].endswith(f"rewritten (program {said})"), described
-
-
-STATS = (ROOT / "examples" / "stats.py").read_text()
-VARIANCE_SNIPPET = (  # the variance as the sample's: its docstring (change line 5) and return (line 7)
-    '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
-    "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"
-)
 
 
 def test_a_change_is_applied_from_a_register_or_another_buffers_lines_with_its_sources_shown(tmp_path):

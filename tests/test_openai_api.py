@@ -12,17 +12,13 @@ from pathlib import Path
 
 import openai
 import pytest
+from texts import STATS, VARIANCE_SNIPPET
 
 from copyedit_lsp.openai_api import API_KEY_VARIABLE, RequestError, parse_request
 from copyedit_lsp.scope import language_of_code
 
 COPYEDIT = Path(sys.executable).with_name("copyedit")
-STATS = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
 KEY = "test-key"
-SNIPPET = (  # the variance as the sample's: a docstring and a return rewritten
-    '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
-    "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"
-)
 MERGED = STATS.replace("the population variance", "the sample variance").replace(
     "/ len(values)\n", "/ (len(values) - 1)\n"
 )
@@ -92,7 +88,7 @@ def test_the_endpoint_merges_a_snippet_whole_and_streamed(endpoint):
     usage counted, through the ``openai`` client."""
     client = openai.OpenAI(base_url=endpoint, api_key=KEY, max_retries=0)
     assert [model.id for model in client.models.list()] == ["copyedit-apply"]
-    messages = apply_message(STATS, SNIPPET)
+    messages = apply_message(STATS, VARIANCE_SNIPPET)
     answer = client.chat.completions.create(model="morph-v3-fast", messages=messages)
     assert answer.choices[0].message.content == MERGED and answer.choices[0].finish_reason == "stop"
     assert answer.usage is not None and answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
@@ -122,5 +118,5 @@ def test_the_endpoint_answers_bad_requests_with_an_error_and_nothing_else(endpoi
     assert too_large.value.status_code == 413
     keyless = openai.OpenAI(base_url=endpoint, api_key="wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
-        keyless.chat.completions.create(model="m", messages=apply_message(STATS, SNIPPET))
+        keyless.chat.completions.create(model="m", messages=apply_message(STATS, VARIANCE_SNIPPET))
     assert [model.id for model in client.models.list()] == ["copyedit-apply"]

@@ -15,7 +15,7 @@ from fixes import fix_problems
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from texts import SHAPES
+from texts import SHAPES, VARIANCE_SNIPPET
 
 from copyedit_lsp.edit import CUTS
 from copyedit_lsp.program import Copy, Gen, Program
@@ -558,13 +558,9 @@ async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
     the client takes the first only, and the file is the first alone, every other line as it was."""
     uri = "file:///tmp/stats_snippet.py"
     text = open_stats(qwen, uri)
-    snippet = (
-        '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
-        "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"
-    )
     docstring = text.replace("the population variance", "the sample variance")
     qwen.answers.append({"applied": True, "hunks": [1]})
-    answer = await run_apply(qwen, {"uri": uri, "change": snippet})
+    answer = await run_apply(qwen, {"uri": uri, "change": VARIANCE_SNIPPET})
     assert answer["applied"] is True and answer["hunks"] == [1] and answer["edits"] == 2, answer
     assert answer["text"] == docstring.replace("/ len(values)\n", "/ (len(values) - 1)\n")
     (change,) = qwen.applied[-1].edit.document_changes

@@ -22,13 +22,14 @@ from pathlib import Path
 import pytest
 from fixes import fix_problems
 from test_nvim import TWO_BUGS
+from texts import STATS, VARIANCE_SNIPPET
 
 ROOT = Path(__file__).resolve().parent.parent
 UI = ROOT / "editors" / "vscode" / "ui-test"
 CODE_SERVER = UI / "node_modules" / "code-server" / "out" / "node" / "entry.js"
 VSIX = ROOT / "editors" / "vscode" / "copyedit-lsp.vsix"
 CHROMIUM = shutil.which("chromium")
-SCREENSHOTS = ("review", "live", "restarted")  # what drive.mjs takes (the README shows the first two)
+SCREENSHOTS = ("review", "live", "apply", "restarted")  # what drive.mjs takes (the README shows the first two)
 
 pytestmark = [
     pytest.mark.model,
@@ -38,7 +39,6 @@ pytestmark = [
     ),
 ]
 
-STATS = (ROOT / "examples" / "stats.py").read_text()
 INSTRUCTION = "Fix the bug in mean: it must return the plain average."
 TWO_HUNKS = "Add a docstring to each function."  # the shipped selector writes one in each: two hunks
 SCALE = """def double(x):
@@ -80,10 +80,11 @@ def changed_lines(before: str, after: str) -> list[tuple[int, int]]:
     return [(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
 
 
+@pytest.mark.timeout(900)  # code-server, chromium and the real model, seven user flows on this machine's cores
 def test_the_extension_in_a_real_vs_code(tmp_path):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    files = {"stats.py": STATS, "shop.py": TWO_BUGS, "scale.py": SCALE, "steps.py": STEPS}
+    files = {"stats.py": STATS, "shop.py": TWO_BUGS, "scale.py": SCALE, "steps.py": STEPS, "variance.py": STATS}
     for name, text in files.items():
         (workspace / name).write_text(text)
     data, extensions = tmp_path / "data", tmp_path / "extensions"
@@ -126,6 +127,7 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
             "instruction": INSTRUCTION,
             "twoHunks": TWO_HUNKS,
             "commentLine": 5,
+            "snippet": VARIANCE_SNIPPET,
             "serverLog": str(log),
             "restartPython": "/usr/bin/python3",
             "out": str(out),
@@ -167,6 +169,10 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
     status = seen["status"]
     assert "not applied" in status["rejected"] and "cancelled" in status["cancelled"], status
     assert "tok/s" in status["live"], status
+    # the clipboard's snippet, reviewed with each new line's source shown: the first hunk taken
+    assert "hunks taken: [1]" in applied[4], applied
+    assert (workspace / "variance.py").read_text() == STATS.replace("the population variance", "the sample variance")
+    assert seen["sources"] == ['"← from the change, line 5"', '"← from the change, line 7"'], seen["sources"]
     # the setting change (made in the Settings editor, saved by VS Code) restarted the server
     assert seen["steps"][-1] == {"step": "restarted", "starts": 1}
     written = [json.loads(f.read_text()).get("copyedit.server.pythonPath") for f in data.glob("*/settings.json")]

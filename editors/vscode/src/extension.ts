@@ -37,6 +37,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(logic.EDIT_WITH_INSTRUCTION, editWithInstruction),
     vscode.commands.registerCommand(logic.REFACTOR_WITH_INSTRUCTION, refactorWorkspace),
     vscode.commands.registerCommand(logic.CANCEL_EDITS, cancelEdits),
+    vscode.commands.registerCommand(logic.APPLY_FROM_CLIPBOARD, applyFromClipboard),
+    vscode.commands.registerCommand(logic.APPLY_SELECTION_TO, applySelectionToFile),
+    vscode.languages.registerCodeActionsProvider(
+      logic.LANGUAGES.map((language) => ({ language })),
+      { provideCodeActions: clipboardActions },
+      { providedCodeActionKinds: [APPLY_KIND] },
+    ),
     vscode.workspace.onDidChangeConfiguration(configurationChanged),
   );
   await start();
@@ -90,6 +97,7 @@ async function start(): Promise<void> {
   client = started;
   started.onRequest(ApplyWorkspaceEditRequest.type, (params) => applyEdit(started, params));
   started.onNotification("copyedit/op", (notice: logic.OpNotice) => live.show(notice));
+  started.onNotification("copyedit/provenance", (notice: logic.ProvenanceNotice) => review.provenanceSent(notice));
   started.onDidChangeState(({ newState }) => {
     if (client !== started) return; // an old client, stopped on purpose
     if (newState === State.Starting) status.starting();
@@ -196,4 +204,58 @@ async function cancelEdits(): Promise<void> {
   if (!serverRunning()) return;
   const text = logic.summary(logic.CANCEL, await vscode.commands.executeCommand(logic.CANCEL));
   if (text) void vscode.window.showInformationMessage(`copyedit: ${text}`);
+}
+
+const APPLY_KIND = vscode.CodeActionKind.Refactor.append("copyedit.apply");
+
+/** The editor a change is applied to: the active one, if it holds a language the server edits. */
+function editorToApplyTo(): vscode.TextEditor | undefined {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || !logic.LANGUAGES.includes(editor.document.languageId)) {
+    void vscode.window.showWarningMessage(`copyedit: open a ${logic.LANGUAGES.join(", ")} file to apply a change to`);
+    return undefined;
+  }
+  return editor;
+}
+
+async function applyChange(document: vscode.TextDocument, change: string): Promise<void> {
+  if (change.trim() === "") {
+    void vscode.window.showWarningMessage("copyedit: no change to apply (it is empty)");
+    return;
+  }
+  if (!serverRunning()) return;
+  await vscode.commands.executeCommand(logic.APPLY, logic.applyArguments(document.uri.toString(), document.version, change));
+}
+
+/** "Apply Change from Clipboard": the clipboard's change merged into the active editor's file. */
+async function applyFromClipboard(): Promise<void> {
+  const editor = editorToApplyTo();
+  if (editor) await applyChange(editor.document, await vscode.env.clipboard.readText());
+}
+
+/** "Apply Selection to File...": the active editor's selection (all of it when none: a chat
+ * answer, an untitled buffer) merged into another open file, picked from a list. */
+async function applySelectionToFile(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return;
+  const change = editor.selection.isEmpty ? editor.document.getText() : editor.document.getText(editor.selection);
+  const targets = vscode.workspace.textDocuments.filter(
+    (document) => document !== editor.document && logic.LANGUAGES.includes(document.languageId) && !document.uri.scheme.startsWith("copyedit"),
+  );
+  if (targets.length === 0) {
+    void vscode.window.showWarningMessage("copyedit: open the file the change is for first");
+    return;
+  }
+  const items = targets.map((document) => ({ label: vscode.workspace.asRelativePath(document.uri), document }));
+  const picked = await vscode.window.showQuickPick(items, { title: "copyedit: apply the change to which file?" });
+  if (picked) await applyChange(picked.document, change);
+}
+
+/** A code action where the clipboard holds a change for the file (code it shares, or markers). */
+async function clipboardActions(document: vscode.TextDocument): Promise<vscode.CodeAction[]> {
+  const clipboard = await vscode.env.clipboard.readText();
+  if (!logic.looksLikeChange(clipboard, document.getText())) return [];
+  const action = new vscode.CodeAction("copyedit: Apply change from clipboard", APPLY_KIND);
+  action.command = { command: logic.APPLY_FROM_CLIPBOARD, title: "Apply change from clipboard" };
+  return [action];
 }

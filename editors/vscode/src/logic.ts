@@ -8,11 +8,14 @@ import { SETTINGS, type ServerSettings, type Setting } from "./settings";
 export const EDIT = "copyedit.edit";
 export const REFACTOR = "copyedit.refactorWorkspace";
 export const CANCEL = "copyedit.cancel";
+export const APPLY = "copyedit.apply";
 
 /** The extension's own (client) commands. */
 export const EDIT_WITH_INSTRUCTION = "copyedit.editWithInstruction";
 export const REFACTOR_WITH_INSTRUCTION = "copyedit.refactorWorkspaceWithInstruction";
 export const CANCEL_EDITS = "copyedit.cancelEdits";
+export const APPLY_FROM_CLIPBOARD = "copyedit.applyFromClipboard";
+export const APPLY_SELECTION_TO = "copyedit.applySelectionToFile";
 
 /** The languageIds the server edits (and the extension activates on). */
 export const LANGUAGES = ["python", "javascript", "typescript", "javascriptreact", "typescriptreact"];
@@ -96,6 +99,49 @@ export function editArguments(uri: string, version: number, selection: Selection
   return { uri, version, range: { start: position(selection.start), end: position(selection.end) }, instruction };
 }
 
+/** `copyedit.apply`'s argument: the change an assistant wrote, merged into the whole document. */
+export function applyArguments(uri: string, version: number, change: string): { uri: string; version: number; change: string } {
+  return { uri, version, change };
+}
+
+/** Whether `text` (the clipboard) reads as a change for `document`: two or more lines, not the
+ * document itself, and either marked as a change (an elision marker, a SEARCH block, a diff's
+ * header) or sharing a line of code with the document. */
+export function looksLikeChange(text: string, document: string): boolean {
+  const lines = text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "");
+  if (lines.length < 2 || text.trim() === document.trim()) return false;
+  const marked = (line: string) => /^(<{7} SEARCH|@@ |--- |\+\+\+ )/.test(line) || /^(#|\/\/|\/\*)?\s*\.\.\.(\s|$)/.test(line);
+  if (lines.some(marked)) return true;
+  const known = new Set(document.split(/\r?\n/).map((line) => line.trim()).filter((line) => line.length > 3));
+  return lines.some((line) => known.has(line));
+}
+
+/** Where a new line of an applied change comes from (`copyedit/provenance`). */
+export interface LineSource {
+  source: "file" | "change" | "gen";
+  line?: number;
+}
+
+/** One hunk of an apply: the lines it removes, where each of its new lines comes from. */
+export interface HunkSources {
+  removes: number;
+  lines: LineSource[];
+}
+
+/** The server's `copyedit/provenance`, sent before an apply's review. */
+export interface ProvenanceNotice {
+  uri: string;
+  version?: number | null;
+  hunks: HunkSources[];
+}
+
+/** The words a review shows beside a new line of an apply. */
+export function sourceWords(line: LineSource): string {
+  if (line.source === "change") return `from the change, line ${line.line}`;
+  if (line.source === "file") return `kept from the file, line ${line.line}`;
+  return "written by the model";
+}
+
 /** `copyedit.refactorWorkspace`'s argument. */
 export function refactorArguments(instruction: string): { instruction: string } {
   return { instruction };
@@ -120,7 +166,7 @@ export function summary(command: string, result: unknown): string | undefined {
     return `${r.changed} of ${plural(r.files, "file")} changed${r.applied === false && r.changed > 0 ? ", not applied" : ""}`;
   }
   const stats = r.stats as Record<string, unknown> | undefined;
-  if (command === EDIT && stats && typeof stats === "object") {
+  if ((command === EDIT || command === APPLY) && stats && typeof stats === "object") {
     const ops = Number(stats.ops) > 0 ? `${plural(Number(stats.ops), "op")}, ` : ""; // rewrite mode has none
     // a remote server's copies are prefix-cache hits it does not count: its requests instead
     const copied = Number(stats.requests) > 0 ? plural(Number(stats.requests), "request") : `${Number(stats.splicedTokens)} copied`;
@@ -218,7 +264,7 @@ export interface Hooks {
 
 /** Whether a command is an edit the status bar follows. */
 function tracked(command: string): boolean {
-  return command === EDIT || command === REFACTOR;
+  return command === EDIT || command === REFACTOR || command === APPLY;
 }
 
 /** A failed command's message for the user, without the server's "copyedit.edit: " prefix. */
@@ -243,7 +289,7 @@ export function executeCommandMiddleware(status: Status, hooks: Hooks) {
       if (tracked(command)) status.end(summary(command, result));
       return result;
     } catch (error) {
-      if (tracked(command)) status.end(`${command === EDIT ? "edit" : "refactor"} failed`);
+      if (tracked(command)) status.end(`${command === REFACTOR ? "refactor" : command === APPLY ? "apply" : "edit"} failed`);
       hooks.failed(command, error);
       return undefined;
     }

@@ -16,6 +16,7 @@ interface Proposal {
   document: vscode.TextDocument;
   version: number;
   edits: logic.TextEdit[];
+  sources?: logic.HunkSources[]; // an apply's: where each hunk's new lines come from
   uri: vscode.Uri; // the proposed text, shown against the document in a diff editor
   text: string;
   taken: Set<number>; // 0-based hunks accepted so far
@@ -25,6 +26,7 @@ interface Proposal {
 /** The proposals under review, one diff editor each: accept all, reject the rest, or accept hunk by hunk. */
 export class Review implements vscode.TextDocumentContentProvider {
   private readonly proposals = new Map<string, Proposal>(); // by proposal URI
+  private readonly provenance = new Map<string, logic.HunkSources[]>(); // copyedit/provenance, by document URI
   private count = 0;
 
   constructor(private readonly log: (line: string) => void) {}
@@ -39,6 +41,11 @@ export class Review implements vscode.TextDocumentContentProvider {
     );
   }
 
+  /** `copyedit/provenance`: where the lines of the next review of its document come from. */
+  provenanceSent(notice: logic.ProvenanceNotice): void {
+    this.provenance.set(notice.uri, notice.hunks);
+  }
+
   provideTextDocumentContent(uri: vscode.Uri): string {
     return this.proposals.get(uri.toString())?.text ?? "";
   }
@@ -49,7 +56,11 @@ export class Review implements vscode.TextDocumentContentProvider {
     if (typeof change.textDocument.version === "number" && change.textDocument.version !== document.version) {
       return logic.reviewAnswer([], "the document changed before the review");
     }
-    const edits = [...change.edits].sort((a, b) => a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character);
+    const sources = this.provenance.get(change.textDocument.uri);
+    this.provenance.delete(change.textDocument.uri);
+    const ordered = change.edits.map((edit, i) => ({ edit, sources: sources?.[i] }));
+    ordered.sort((a, b) => a.edit.range.start.line - b.edit.range.start.line || a.edit.range.start.character - b.edit.range.start.character);
+    const edits = ordered.map((hunk) => hunk.edit);
     const name = document.uri.path.split("/").pop() ?? "document";
     const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${name}`, query: `review=${++this.count}` });
     const answer = new Promise<Answer>((resolve) => {
@@ -57,6 +68,7 @@ export class Review implements vscode.TextDocumentContentProvider {
         document,
         version: document.version,
         edits,
+        sources: sources && ordered.map((hunk) => hunk.sources ?? { removes: 0, lines: [] }),
         uri,
         text: logic.applyTextEdits(document.getText(), edits),
         taken: new Set(),
@@ -69,7 +81,27 @@ export class Review implements vscode.TextDocumentContentProvider {
       preview: false,
     });
     vscode.window.setStatusBarMessage(`copyedit: review ${hunks}: Accept Edit, Accept Hunk or Reject Edit (the diff's title bar)`, answer);
+    const proposal = this.proposals.get(uri.toString());
+    if (proposal) this.showSources(proposal);
     return answer;
+  }
+
+  /** Beside each new line of an apply's proposal, where it came from; a removal says so. */
+  private showSources(proposal: Proposal): void {
+    if (!proposal.sources) return;
+    const marks: vscode.DecorationOptions[] = [];
+    const end = Number.MAX_SAFE_INTEGER; // the end of the line, once VS Code clamps it
+    proposal.sources.forEach((hunk, index) => {
+      const first = logic.proposalLine(proposal.edits, index);
+      const words = hunk.lines.length > 0 ? hunk.lines.map(logic.sourceWords) : [`a deletion: ${hunk.removes} line${hunk.removes === 1 ? "" : "s"} removed here`];
+      words.forEach((text, j) => {
+        const line = hunk.lines.length > 0 ? first + j : Math.max(first - 1, 0);
+        marks.push({ range: new vscode.Range(line, end, line, end), renderOptions: { after: { contentText: `← ${text}` } } });
+      });
+    });
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor.document.uri.toString() === proposal.uri.toString()) editor.setDecorations(source, marks);
+    }
   }
 
   private find(uri?: vscode.Uri): Proposal | undefined {
@@ -88,7 +120,7 @@ export class Review implements vscode.TextDocumentContentProvider {
       const editor = vscode.window.activeTextEditor;
       const here = editor?.document.uri.toString() === proposal.uri.toString() ? logic.hunkAtProposalLine(proposal.edits, editor.selection.active.line) : undefined;
       const items = proposal.edits
-        .map((edit, i) => ({ label: `hunk ${i + 1} of ${proposal.edits.length}`, description: firstLine(edit.newText), index: i }))
+        .map((edit, i) => ({ label: `hunk ${i + 1} of ${proposal.edits.length}`, description: hunkWords(edit, proposal.sources?.[i]), index: i }))
         .filter((item) => !proposal.taken.has(item.index));
       const pick = vscode.window.createQuickPick<(typeof items)[number]>();
       pick.title = "copyedit: accept which hunk?";
@@ -159,6 +191,19 @@ export class Review implements vscode.TextDocumentContentProvider {
 function firstLine(text: string): string {
   return text.trim().split(/\r?\n/)[0] || "(lines removed)";
 }
+
+/** A hunk in the pick of hunks: its first new line, and for an apply where its lines come from. */
+function hunkWords(edit: logic.TextEdit, sources?: logic.HunkSources): string {
+  if (!sources) return firstLine(edit.newText);
+  const kinds = [...new Set(sources.lines.map((line) => line.source))];
+  const from = kinds.map((kind) => ({ change: "the change", file: "the file", gen: "the model" })[kind]).join(", ");
+  const removed = `a deletion of ${sources.removes} line${sources.removes === 1 ? "" : "s"}`;
+  return sources.lines.length === 0 ? removed : `${firstLine(edit.newText)} (from ${from})`;
+}
+
+const source = vscode.window.createTextEditorDecorationType({
+  after: { color: new vscode.ThemeColor("editorCodeLens.foreground"), margin: "0 0 0 2em" },
+});
 
 const copied = vscode.window.createTextEditorDecorationType({ opacity: "0.5" });
 const generated = vscode.window.createTextEditorDecorationType({

@@ -328,15 +328,45 @@ describe("package.json agrees with the logic", () => {
   test("activation events: the languages and the client commands", () => {
     assert.deepEqual(manifest.activationEvents, [
       ...logic.LANGUAGES.map((language) => `onLanguage:${language}`),
-      ...[logic.EDIT_WITH_INSTRUCTION, logic.REFACTOR_WITH_INSTRUCTION, logic.CANCEL_EDITS].map((c) => `onCommand:${c}`),
+      ...[logic.EDIT_WITH_INSTRUCTION, logic.REFACTOR_WITH_INSTRUCTION, logic.CANCEL_EDITS, logic.APPLY_FROM_CLIPBOARD, logic.APPLY_SELECTION_TO].map((c) => `onCommand:${c}`),
     ]);
   });
 
   test("src/extension.ts registers the client commands and none of the server's", () => {
     const source = readFileSync(path.join(root, "src", "extension.ts"), "utf8");
     const registered = [...source.matchAll(/registerCommand\(logic\.(\w+)/g)].map((m) => m[1]);
-    assert.deepEqual(registered, ["EDIT_WITH_INSTRUCTION", "REFACTOR_WITH_INSTRUCTION", "CANCEL_EDITS"]);
-    assert.doesNotMatch(source, /registerCommand\((logic\.(EDIT|REFACTOR|CANCEL)\b|"copyedit\.(edit|refactorWorkspace|cancel)")/);
+    assert.deepEqual(registered, ["EDIT_WITH_INSTRUCTION", "REFACTOR_WITH_INSTRUCTION", "CANCEL_EDITS", "APPLY_FROM_CLIPBOARD", "APPLY_SELECTION_TO"]);
+    assert.doesNotMatch(source, /registerCommand\((logic\.(EDIT|REFACTOR|CANCEL|APPLY)\b|"copyedit\.(edit|refactorWorkspace|cancel|apply)")/);
+  });
+});
+
+describe("apply", () => {
+  const file = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n";
+  test("the clipboard holds a change: code the file shares, or markers", () => {
+    assert.ok(logic.looksLikeChange("def area(r):\n    return math.pi * r ** 2\n", file)); // shares its def line
+    assert.ok(logic.looksLikeChange("# ... existing code ...\nx = 1\n", file));
+    assert.ok(logic.looksLikeChange("<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n", file));
+    assert.ok(logic.looksLikeChange("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n", file));
+  });
+  test("a word, one line, the file itself or unrelated text is not a change", () => {
+    for (const text of ["area", "return 1\n", file, "Dear reader,\nthanks for writing.\n", "f(...args);\ng(a);\n"]) {
+      assert.equal(logic.looksLikeChange(text, file), false, text);
+    }
+  });
+  test("the argument and the words beside a line", () => {
+    assert.deepEqual(logic.applyArguments("file:///a.py", 3, "x\n"), { uri: "file:///a.py", version: 3, change: "x\n" });
+    assert.equal(logic.sourceWords({ source: "change", line: 5 }), "from the change, line 5");
+    assert.equal(logic.sourceWords({ source: "file", line: 12 }), "kept from the file, line 12");
+    assert.equal(logic.sourceWords({ source: "gen" }), "written by the model");
+  });
+  test("an apply's figures in the status bar, and a failure that says apply", async () => {
+    assert.equal(logic.summary(logic.APPLY, { applied: true, stats: STATS }), "12 ops, 240 copied / 35 generated, 1.8 s");
+    const status = new logic.Status();
+    status.ready();
+    const failed: string[] = [];
+    const middleware = logic.executeCommandMiddleware(status, { prompt: async () => undefined, failed: (c) => failed.push(c) });
+    await middleware(logic.APPLY, [{}], () => Promise.reject(new Error("copyedit.apply: not placed")));
+    assert.deepEqual([failed, status.text], [[logic.APPLY], "copyedit: apply failed"]);
   });
 });
 

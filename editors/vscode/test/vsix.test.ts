@@ -13,7 +13,13 @@ const read = (name: string): string => {
   return entry.getData().toString("utf8");
 };
 const manifest = JSON.parse(read("extension/package.json"));
-const CLIENT_COMMANDS = ["copyedit.editWithInstruction", "copyedit.refactorWorkspaceWithInstruction", "copyedit.cancelEdits"];
+const CLIENT_COMMANDS = [
+  "copyedit.editWithInstruction",
+  "copyedit.refactorWorkspaceWithInstruction",
+  "copyedit.cancelEdits",
+  "copyedit.applyFromClipboard",
+  "copyedit.applySelectionToFile",
+];
 const REVIEW_COMMANDS = ["copyedit.review.accept", "copyedit.review.acceptHunk", "copyedit.review.reject"];
 
 test("the client's commands and the review's, none of the server's", () => {
@@ -30,7 +36,7 @@ test("the client's commands and the review's, none of the server's", () => {
 
 test("the menus: command palette and editor context", () => {
   const context = manifest.contributes.menus["editor/context"].map((m: { command: string }) => m.command);
-  assert.deepEqual(context, ["copyedit.editWithInstruction", "copyedit.refactorWorkspaceWithInstruction"]);
+  assert.deepEqual(context, ["copyedit.editWithInstruction", "copyedit.applyFromClipboard", "copyedit.refactorWorkspaceWithInstruction"]);
   assert.ok(Array.isArray(manifest.contributes.menus.commandPalette));
 });
 

@@ -1,7 +1,8 @@
 // Drives a real VS Code (code-server, in Debian's chromium through playwright-core) with the
 // packaged copyedit extension, as a user would: the command palette edit, the review (reject,
-// accept, accept one hunk), a `# copyedit:` code action, cancel, the status bar, a setting change
-// that restarts the server.  tests/test_vscode_ui.py starts code-server and reads what this
+// accept, accept one hunk), a `# copyedit:` code action, cancel, the status bar, a change applied
+// from the clipboard (its review marks where each new line comes from), a setting change that
+// restarts the server.  tests/test_vscode_ui.py starts code-server and reads what this
 // records (observations.json) and the files on disk; screenshots go to the folder it names.
 //
 //   node drive.mjs CONFIG.json     CONFIG: see tests/test_vscode_ui.py
@@ -94,6 +95,15 @@ async function reviewClosed(page) {
   await page.locator(".tab", { hasText: "review" }).first().waitFor({ state: "detached", timeout: 30_000 });
 }
 
+/** In a review of two hunks or more: accept the first (the pick of hunks), reject the rest, save. */
+async function takeFirstHunk(page) {
+  await command(page, "copyedit: Accept Hunk");
+  await answer(page, ""); // the pick of hunks: the first
+  await command(page, "copyedit: Reject Edit");
+  await reviewClosed(page);
+  await save(page);
+}
+
 async function edit(page, instruction) {
   await command(page, "copyedit: Edit with instruction...");
   await answer(page, instruction);
@@ -106,7 +116,9 @@ async function save(page) {
 
 async function main() {
   const browser = await chromium.launch({ executablePath: config.chromium, args: ["--no-sandbox"] });
-  page = await browser.newPage({ viewport: { width: 1400, height: 850 } });
+  // the clipboard: written by the page, read by "Apply Change from Clipboard" (127.0.0.1 is a secure context)
+  const context = await browser.newContext({ viewport: { width: 1400, height: 850 }, permissions: ["clipboard-read", "clipboard-write"] });
+  page = await context.newPage();
   try {
     await page.goto(`${config.url}/?folder=${encodeURIComponent(config.workspace)}`);
     await page.locator(".monaco-workbench").waitFor({ timeout: 120_000 });
@@ -141,11 +153,7 @@ async function main() {
     await page.keyboard.press("Control+A");
     await edit(page, config.twoHunks);
     await reviewOpened(page);
-    await command(page, "copyedit: Accept Hunk");
-    await answer(page, ""); // the pick of hunks: the first
-    await command(page, "copyedit: Reject Edit");
-    await reviewClosed(page);
-    await save(page);
+    await takeFirstHunk(page);
     record("one hunk");
 
     // 4. a `# copyedit:` comment's code action, accepted
@@ -172,7 +180,23 @@ async function main() {
     seen.status.cancelled = await statusMatching(page, /cancelled/);
     record("cancelled");
 
-    // 6. a setting change restarts the server: copyedit.server.pythonPath, in the Settings editor
+    // 6. a change from the clipboard, applied: the review marks each new line with where it came
+    //    from; the first hunk taken, the rest rejected
+    await openFile(page, "variance.py");
+    await page.evaluate((text) => navigator.clipboard.writeText(text), config.snippet);
+    await command(page, "copyedit: Apply Change from Clipboard");
+    await reviewOpened(page);
+    await page.waitForTimeout(1000); // the decorations follow the diff
+    seen.sources = await page.evaluate(() =>
+      [...document.querySelectorAll(".monaco-diff-editor .editor.modified .view-lines span")]
+        .map((span) => getComputedStyle(span, "::after").content)
+        .filter((content) => content.includes("←")),
+    );
+    await shot(page, "apply");
+    await takeFirstHunk(page);
+    record("applied from the clipboard");
+
+    // 7. a setting change restarts the server: copyedit.server.pythonPath, in the Settings editor
     //    (the server's command is set, so the same server starts again: a second start in its log;
     //    code-server lists this machine-overridable setting under its Remote tab)
     const starts = () => (readFileSync(config.serverLog, "utf8").match(/Language server initialized/g) ?? []).length;
