@@ -130,7 +130,8 @@ class ApplyService:
         """The request's JSON, read no further than the size limit (413 past it)."""
         limit = self.options.max_request_bytes
         too_large = RequestError(413, "request_too_large", f"the request is larger than {limit} bytes")
-        if int(request.headers.get("content-length") or 0) > limit:
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
             raise too_large
         data = bytearray()
         async for chunk in request.stream():
@@ -151,11 +152,12 @@ class ApplyService:
             change = read_change(asked.update)
         except ValueError as error:  # ChangeError too: markers only, an empty change
             raise RequestError(400, "invalid_change", f"{error}; nothing was applied") from None
+        language = await asyncio.to_thread(language_of_code, asked.code)  # parses: off the event loop
         stop = threading.Event()
         watcher = asyncio.create_task(_watch_disconnect(request, stop))
         try:
             applied = await self.worker.apply(
-                asked.code, change, self.settings, language=language_of_code(asked.code) or "",
+                asked.code, change, self.settings, language=language or "",
                 instruction=asked.instruction, partial=False, shortcut=self.options.shortcut, stop=stop,
             )  # fmt: skip
         except (ChangeError, DecodeError) as error:
@@ -221,7 +223,7 @@ class _Answer:
     model: str
     usage: dict[str, int]
 
-    def completion(self, text: str) -> dict:
+    def completion(self, text: str) -> dict[str, Any]:
         message = {"role": "assistant", "content": text}
         choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
         return self._object("chat.completion") | {"choices": [choice], "usage": self.usage}
@@ -236,11 +238,11 @@ class _Answer:
             yield self._event([], usage=self.usage)
         yield "data: [DONE]\n\n"
 
-    def _event(self, choices: list[dict], **extra: Any) -> str:
+    def _event(self, choices: list[dict[str, Any]], **extra: Any) -> str:
         chunk = self._object("chat.completion.chunk") | {"choices": choices} | extra
         return f"data: {json.dumps(chunk)}\n\n"
 
-    def _object(self, kind: str) -> dict:
+    def _object(self, kind: str) -> dict[str, Any]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
 
 
@@ -260,7 +262,7 @@ def serve(settings: Settings, options: ServeOptions) -> int:
 
     import uvicorn
 
-    worker, loaded = Worker(), []
+    worker, loaded = Worker(), list[Exception | None]()
     worker.load(settings, on_done=loaded.append).result()
     if error := next(iter(loaded), None):
         print(f"copyedit serve: the model could not be loaded: {error}", file=sys.stderr)

@@ -111,12 +111,15 @@ def test_the_endpoint_answers_bad_requests_with_an_error_and_nothing_else(endpoi
         (nowhere, "block 1 ('return missing'): matches nowhere in the file; nothing was applied"),
         ("# ... existing code ...\n", "nothing was applied"),
     ):
-        with pytest.raises(openai.BadRequestError, match=re.escape(message)):
-            client.chat.completions.create(model="m", messages=apply_message(STATS, update))
+        for stream in (False, True):  # streamed or not: the error, before any chunk
+            with pytest.raises(openai.BadRequestError, match=re.escape(message)):
+                client.chat.completions.create(model="m", messages=apply_message(STATS, update), stream=stream)
     with pytest.raises(openai.APIStatusError, match="larger than 100000 bytes") as too_large:
         client.chat.completions.create(model="m", messages=apply_message(STATS, "x = 1\n" * 20_000))
     assert too_large.value.status_code == 413
     keyless = openai.OpenAI(base_url=endpoint, api_key="wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         keyless.chat.completions.create(model="m", messages=apply_message(STATS, VARIANCE_SNIPPET))
+    with pytest.raises(openai.AuthenticationError):
+        keyless.models.list()
     assert [model.id for model in client.models.list()] == ["copyedit-apply"]
