@@ -256,8 +256,10 @@ function M.create_commands()
     M.apply({ change = vim.fn.getreg(register) })
   end, { nargs = '?', desc = 'copyedit: merge the change in a register (default +) into this buffer' })
   vim.api.nvim_create_user_command('CopyEditApplyTo', function(args)
-    local target = vim.fn.bufnr(args.args)
-    if target < 0 then
+    -- a number is the buffer's number (bufnr('1') would match names that hold a 1), else its name
+    local number = tonumber(args.args)
+    local target = number or vim.fn.bufnr(args.args)
+    if not (target > 0 and vim.api.nvim_buf_is_valid(target)) then
       notify('no buffer ' .. args.args, vim.log.levels.ERROR)
       return
     end
