@@ -490,10 +490,7 @@ async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> 
         return {"applied": False, "reason": reason, "text": new_text} | _answer(result)
     provenance = None
     if edited.written is not None and len(edited.written) == len(split_lines(result.text)):  # an apply's review
-        region = edited.region
-        provenance = await asyncio.to_thread(  # a line diff: off the event loop
-            hunk_provenance, text, region.start, region.end, result.text, edited.written
-        )
+        provenance = hunk_provenance(edits, edited.region.start, edited.written)
     answer = await _offer(ls, uri, edited.label, version, edits, result, provenance)
     done = f"{len(edits)} edits applied" if answer.applied else "the client did not apply the edit"
     if result.stats.fallback is not None:

@@ -77,18 +77,20 @@ def apply_lsp_edits(text: str, edits: list[types.TextEdit]) -> str:
 PROVENANCE_NOTIFICATION = "copyedit/provenance"
 
 
-def hunk_provenance(document: str, start: int, end: int, new_region: str, written: Sequence[Source]) -> list[dict]:
-    """Each hunk of :func:`region_edits` (no program) as an apply's review shows it: how many lines
-    it removes and where each of its new lines comes from (``{"source": "file"|"change", "line": N}``
-    or ``{"source": "gen"}``), ``written`` the sources of ``new_region``'s lines in order."""
-    from .resolver import oracle_program
+def hunk_provenance(edits: Sequence[types.TextEdit], first_line: int, written: Sequence[Source]) -> list[dict]:
+    """Each of an apply's whole-line ``edits`` (:func:`region_edits` of a region that starts at
+    ``first_line``) as its review shows it: how many lines it removes and where each of its new
+    lines comes from (``{"source": "file"|"change", "line": N}`` or ``{"source": "gen"}``),
+    ``written`` the sources of the region's new lines in order."""
 
-    region = "".join(split_lines(document)[start:end])
+    def line(position: types.Position) -> int:  # a position past a last line without a line break
+        return position.line + (position.character > 0)
+
     hunks, shift = [], 0
-    for edit in text_edits(oracle_program(region, new_region), region):
-        count, removes = len(split_lines(edit.new_text)), edit.end - edit.start
-        first = edit.start + shift
-        lines = [{"source": kind} | ({"line": line} if line else {}) for kind, line in written[first : first + count]]
+    for edit in edits:
+        start, count = line(edit.range.start), len(split_lines(edit.new_text))
+        removes, first = line(edit.range.end) - start, start - first_line + shift
+        lines = [{"source": kind} | ({"line": at} if at else {}) for kind, at in written[first : first + count]]
         hunks.append({"removes": removes, "lines": lines})
         shift += count - removes
     return hunks

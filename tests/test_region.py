@@ -183,7 +183,8 @@ def test_an_applys_hunks_say_where_each_new_line_comes_from():
     ops = '<copy lines="1-1"/>\n<copy change="2-2"/>\n<copy lines="3-3"/>\n<gen>\ne = 5\n</gen>\n'
     program = parse_program(f"<program>\n{ops}</program>", 4, 2)
     new = resolve(program, "".join(split_lines(document)[1:]), ["x\n", "b = 20\n"])
-    hunks = hunk_provenance(document, 1, 5, new, sources(program))
+    edits = region_edits(document, 1, 5, new, None, types.PositionEncodingKind.Utf16)
+    hunks = hunk_provenance(edits, 1, sources(program))
     assert hunks == [
         {"removes": 1, "lines": [{"source": "change", "line": 2}]},
         {"removes": 1, "lines": [{"source": "gen"}]},
@@ -193,6 +194,9 @@ def test_an_applys_hunks_say_where_each_new_line_comes_from():
         "1 line written by the model; removes 1 line",
     ]
     assert describe_hunk({"removes": 3, "lines": []}) == "a deletion: removes 3 lines"
+    # the last line of a document without a final line break: its edit ends inside that line
+    ending = region_edits("head\nb = 2", 1, 2, "b = 20", None, types.PositionEncodingKind.Utf16)
+    assert hunk_provenance(ending, 1, [("change", 2)]) == [{"removes": 1, "lines": [{"source": "change", "line": 2}]}]
 
 
 @pytest.mark.parametrize(
