@@ -147,17 +147,6 @@ class Change:
         return frozenset(number for number, line in enumerate(self.lines, 1) if line.marker)
 
 
-def copy_reach(markers: frozenset[int], start: int, last: int) -> int:
-    """The last line a copy from ``start`` may hold: the line before the next of ``markers``,
-    else ``last``."""
-    return min((number for number in markers if number > start), default=last + 1) - 1
-
-
-def copyable_from(markers: frozenset[int], first: int, last: int) -> bool:
-    """Whether one of the lines ``first``..``last`` is not a marker (a copy of them may come)."""
-    return last - first + 1 > sum(first <= number <= last for number in markers)
-
-
 def _named(lines: tuple[str, ...] | list[str]) -> str:
     """A part named by its first line that is not blank, cut short."""
     return repr(next((line.strip() for line in lines if line.strip()), "")[:40])

@@ -311,11 +311,9 @@ def _apply_change(args: argparse.Namespace) -> int:
     except ChangeError as error:
         print(f"copyedit: {error}; nothing was changed", file=sys.stderr)
         return 2
-    if getattr(args, "backend", "local") != "local":
-        print("copyedit: apply --change runs on the local model (--backend local)", file=sys.stderr)
-        return 2
     editor = _open_editor(args, mode=args.mode, splice=args.splice)
-    options = EditOptions(mode=args.mode, splice=args.splice, language=language_of_path(args.file) or "")
+    language = language_of_path(args.file) or ""
+    options = EditOptions(mode=args.mode, splice=args.splice, language=language, fallback=args.fallback)
     try:
         applied = apply_change(editor, text, change, options, instruction=args.instruction or "", partial=args.partial,
                                shortcut=args.shortcut)  # fmt: skip
@@ -434,7 +432,7 @@ def _write_manifest(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """``copyedit serve``: the OpenAI-compatible apply endpoint on the local model, until interrupted."""
+    """``copyedit serve``: the OpenAI-compatible apply endpoint on the model (local or remote), until interrupted."""
     import os
 
     from .openai_api import API_KEY_VARIABLE, ServeOptions, serve
@@ -488,13 +486,22 @@ def cmd_bench_apply(args: argparse.Namespace) -> int:
 
     sets = _load_sources(args, seed=args.seed)
     modes = args.modes.split(",")
-    applier = _open_editor(args) if set(modes) & set(apply.MODEL_MODES) else None
+    applier = _open_editor(args) if set(modes) & set(apply.LOCAL_MODES) else None
+    remote = _open_editor(args, backend="remote") if set(modes) & set(apply.REMOTE_MODES) else None
     result = apply.apply_benchmark(
-        sets, forms=args.forms.split(","), modes=modes, applier=applier, seed=args.seed or 0, progress=not args.json
+        sets,
+        forms=args.forms.split(","),
+        modes=modes,
+        applier=applier,
+        remote=remote,
+        fallback=args.fallback,
+        seed=args.seed or 0,
+        progress=not args.json,
     )
-    result |= {"model": args.model if applier else None, "limit": args.limit}
+    result |= {"model": args.model if applier or remote else None, "limit": args.limit}
     paths = apply.write_outputs(result, Path(args.out), args.name)
-    _write_manifest(args, args.name, selector=applier is not None, task="apply")
+    backend = "+".join(kind for kind, used in (("local", applier), ("remote", remote)) if used)
+    _write_manifest(args, args.name, selector=applier is not None, task="apply", backend=backend)
     if args.json:
         print(json.dumps({name: data["summary"] for name, data in result["sets"].items()}, indent=2))
     else:
@@ -731,6 +738,7 @@ def _add_serve_command(commands) -> None:
         help="run the model even where the deterministic merge places every block or hunk",
     )
     _add_model_arguments(serve)
+    _add_remote_arguments(serve)
     serve.set_defaults(func=cmd_serve)
 
 
@@ -822,7 +830,15 @@ def _add_bench_apply_command(bench) -> None:
     apply.add_argument(
         "--modes",
         default="merge",
-        help="comma-separated: merge, program, oracle, rewrite, lookup (interleaved per item)",
+        help="comma-separated: merge, program, oracle, rewrite, lookup, remote-program, remote-oracle, "
+        "remote-rewrite (interleaved per item)",
+    )
+    apply.add_argument(
+        "--no-fallback",
+        dest="fallback",
+        action="store_false",
+        help="program mode without an apply selector (--apply-selector none, a remote server): the base "
+        "model's apply program (by default a rewrite: lookup locally)",
     )
     _add_model_arguments(apply)
     _add_remote_arguments(apply, backend=False)

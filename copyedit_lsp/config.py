@@ -94,7 +94,8 @@ class Settings:
         "program mode: a broken, lossy or empty program gives way to a rewrite",
         detail="Program mode: where the model's program is cut short, parses worse than the original, loses "
         "code or changes nothing, decode the edit again as a rewrite by the base model (slower, but an edit "
-        "you can apply).",
+        "you can apply). Applying a change without an apply selector (the remote backend has none) is then a "
+        "rewrite given the change from the start; off, the base model writes the apply program.",
     )
     review: str = setting(
         "always",

@@ -28,10 +28,10 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from .change import Change, change_lines, copy_reach, ended_text, ending_as
+from .change import Change, change_lines
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
     MODES,
@@ -43,12 +43,14 @@ from .edit import (
     ProgressCallback,
     Speedups,
     StopFlag,
+    applied_otherwise,
     fall_back,
     fence_at,
     fixed_prefix,
     repeats_input,
     rewritten_text,
 )
+from .grammar import copy_reach
 from .llama_model import LlamaModel, Snapshot
 from .program import GEN_CLOSE, ChangeCopy, Copy, Gen, Op, Program, op_kind
 from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees, change_view
@@ -191,20 +193,18 @@ class Decoder:
     ) -> EditResult:
         """Merge ``change`` into ``source``: an apply program whose copies of the change are
         spliced like the file's (program and forced modes, the apply selector's adapter; no copy
-        check; program mode without an apply selector is a lookup rewrite, ``stats.fallback``),
+        check; program mode without an apply selector is a lookup rewrite, ``stats.fallback``,
+        unless ``options.fallback`` is off: then the base model writes the program),
         or the merged file written out given the change (rewrite; lookup drafts from the file and
         the change).  ``plan``, a program the merge found, is only ever a draft: each of its tags is
         kept where the model chooses it, so it changes the cost, never the result.  The file's lines
         are merged ended, the result ending as the file does (:func:`~copyedit_lsp.change.ending_as`)."""
         options.check(MODES, "none")
-        if (ended := ended_text(source)) != source:
-            result = self.apply(ended, change, options, instruction=instruction, plan=plan, stop=stop,
-                                on_progress=on_progress)  # fmt: skip
-            return replace(result, text=ending_as(source, result.text))
-        if self.apply_selector is None and options.mode == "program":  # no apply programs without one
-            looked_up = self.apply(source, change, replace(options, mode="lookup"), instruction=instruction,
-                                   stop=stop, on_progress=on_progress)  # fmt: skip
-            return replace(looked_up, stats=replace(looked_up.stats, fallback="selector"))
+        otherwise = applied_otherwise(self, source, change, options, rewrite="lookup",
+                                      selector=self.apply_selector is not None, instruction=instruction, plan=plan,
+                                      stop=stop, on_progress=on_progress)  # fmt: skip
+        if otherwise is not None:
+            return otherwise
         text = self.template.apply_prompt(source, change, mode=options.mode, language=options.language,
                                           instruction=instruction)  # fmt: skip
         prompt = self.llama.tokenize(text, special=True)
@@ -223,7 +223,7 @@ class Decoder:
     ) -> EditResult:
         """One decoding of ``prompt`` in ``options.mode`` with the mode's adapter (an apply's where
         ``change``), timed."""
-        self.prepare(options.mode, self.apply_selector if change is not None else None)
+        self.prepare(options.mode, task="apply" if change is not None else "edit")
         started = time.perf_counter()
         watch = EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress)
         run = TokenRun(self.llama, watch, force=options.speedups.force, merge=options.speedups.merge)
@@ -290,10 +290,10 @@ class Decoder:
             self.llama.restore(snapshot)
         self.llama.truncate(len(fixed))  # nothing of an earlier edit stays
 
-    def adapter_for(self, mode: str, selector: Selector | None = None) -> Path | None:
-        """The adapter ``mode`` runs with: the selector's (``selector``, else the edits') in the
-        program modes, else none."""
-        chosen = selector or self.selector
+    def adapter_for(self, mode: str, task: str = "edit") -> Path | None:
+        """The adapter ``mode`` runs with: in the program modes the selector of ``task`` (edit or
+        apply: an apply without an apply selector runs the base model, never the edits'), else none."""
+        chosen = self.apply_selector if task == "apply" else self.selector
         return chosen.path if chosen is not None and mode in ("program", "forced") else None
 
     def examples_for(self, mode: str, examples: str | None) -> str:
@@ -304,9 +304,10 @@ class Decoder:
             return self.selector.examples
         return "default"
 
-    def prepare(self, mode: str, selector: Selector | None = None) -> None:
-        """Set the model's adapter for ``mode`` (:meth:`adapter_for`; a change empties the KV cache)."""
-        self.llama.use_adapter(self.adapter_for(mode, selector))
+    def prepare(self, mode: str, task: str = "edit") -> None:
+        """Set the model's adapter for ``mode`` and ``task`` (:meth:`adapter_for`; a change empties
+        the KV cache)."""
+        self.llama.use_adapter(self.adapter_for(mode, task))
 
     def _check_fits(self, run: TokenRun, prompt: list[int], source_tokens: int, options: EditOptions) -> None:
         """Fail before decoding when the prompt and text cannot fit; set the edit's token budget."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Protocol, TypeVar
 
+from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
 from .program import Gen, Op, Program
 from .prompt import EXAMPLE_SETS, SourceView
@@ -238,6 +239,22 @@ class Editor(Protocol):
         ``stop()`` is true) or ValueError for options it cannot run."""
         ...
 
+    def apply(
+        self,
+        source: str,
+        change: Change,
+        options: EditOptions = ...,
+        *,
+        instruction: str = "",
+        plan: Program | None = None,
+        stop: StopFlag | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> EditResult:
+        """Merge ``change`` into ``source`` by an apply program (or a rewrite given the change);
+        ``plan``, the deterministic merge's program, may draft it (:mod:`~copyedit_lsp.fast_apply`
+        checks the result)."""
+        ...
+
     def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
         """The one of ``names`` (definitions of ``source``) the instruction is about, as the base
         model says when it may say only one of them or the whole file (None)."""
@@ -253,6 +270,34 @@ def same_code(text: str, other: str) -> bool:
     return [line.rstrip() for line in text.strip().splitlines()] == [
         line.rstrip() for line in other.strip().splitlines()
     ]
+
+
+def applied_otherwise(
+    editor: Editor,
+    source: str,
+    change: Change,
+    options: EditOptions,
+    *,
+    rewrite: str,
+    selector: bool,
+    instruction: str = "",
+    plan: Program | None = None,
+    stop: StopFlag | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> EditResult | None:
+    """An apply's result where another apply by ``editor`` gives it, else None (the editor decodes
+    it): a file without a final line break merged ended, the result ending as the file does
+    (:func:`~copyedit_lsp.change.ending_as`); program mode without an apply ``selector`` merged in
+    the ``rewrite`` mode (``stats.fallback``), unless ``options.fallback`` is off."""
+    if (ended := ended_text(source)) != source:
+        result = editor.apply(ended, change, options, instruction=instruction, plan=plan, stop=stop,
+                              on_progress=on_progress)  # fmt: skip
+        return replace(result, text=ending_as(source, result.text))
+    if not selector and options.mode == "program" and options.fallback:
+        rewritten = editor.apply(source, change, replace(options, mode=rewrite), instruction=instruction,
+                                 stop=stop, on_progress=on_progress)  # fmt: skip
+        return replace(rewritten, stats=replace(rewritten.stats, fallback="selector"))
+    return None
 
 
 def fall_back(

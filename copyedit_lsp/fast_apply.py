@@ -18,32 +18,14 @@ import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from .change import Change, ChangeError
-from .edit import EditOptions, EditResult, EditStats, ProgressCallback, StopFlag, resembles
+from .edit import EditOptions, Editor, EditResult, EditStats, ProgressCallback, StopFlag, resembles
 from .loss import Loss, lost_code
 from .merge import Merged, merge
-from .program import Program
 from .prompt import alike
 from .resolver import split_lines
 from .scope import LANGUAGES, adds_syntax_errors, syntax_errors
-
-
-class Applier(Protocol):
-    """What runs apply programs: the local decoder."""
-
-    def apply(
-        self,
-        source: str,
-        change: Change,
-        options: EditOptions = ...,
-        *,
-        instruction: str = "",
-        plan: Program | None = None,
-        stop: StopFlag | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> EditResult: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +66,7 @@ class ApplyOutcome:
 
 
 def apply_change(
-    applier: Applier,
+    applier: Editor,
     text: str,
     change: Change,
     options: EditOptions,

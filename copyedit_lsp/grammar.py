@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 
+from .program import CHANGE_COPY_OPEN, COPY_OPEN
+
 GRAMMAR_FILE = "copyedit.gbnf"
 _NUM_RULE = re.compile(r"^num\s*::=.*$", re.MULTILINE)
 _CNUM_RULE = re.compile(r"^cnum\s*::=.*$", re.MULTILINE)
@@ -104,16 +106,37 @@ def digit_choices(prefix: str, lo: int, hi: int, skip: frozenset[int] = frozense
     return digits, bool(prefix) and lo <= value <= hi and value not in skip
 
 
+def copy_reach(markers: frozenset[int], start: int, last: int) -> int:
+    """The last line a copy from ``start`` may hold: the line before the next of ``markers``,
+    else ``last``."""
+    return min((number for number in markers if number > start), default=last + 1) - 1
+
+
+def copyable_from(markers: frozenset[int], first: int, last: int) -> bool:
+    """Whether one of the lines ``first``..``last`` is not a marker (a copy of them may come)."""
+    return last - first + 1 > sum(first <= number <= last for number in markers)
+
+
 _RULE = re.compile(r"^([a-z0-9-]+)\s*::=.*$", re.MULTILINE)
 _GEN_RULES = re.compile(r"gen|last-gen|line|eol|partial|s[0-9]+")  # s<k>: the states of a gen's line
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 @lru_cache(maxsize=32)  # asked for before every op of an edit, mostly with the same arguments
-def op_grammar(n_lines: int, first: int = 1, *, after_gens: bool = False) -> str:
+def op_grammar(
+    n_lines: int,
+    first: int = 1,
+    *,
+    after_gens: bool = False,
+    n_change: int = 0,
+    change_first: int = 1,
+    markers: frozenset[int] = frozenset(),
+) -> str:
     """GBNF for exactly one op of a program over ``n_lines`` lines: a copy of lines I..J with
     ``first`` <= I <= J <= n (none when ``first`` > n), a gen, or the program's end; with
-    ``after_gens``, gens may come before that op (one request then runs to the next copy).
+    ``after_gens``, gens may come before that op (one request then runs to the next copy).  An
+    apply program's change of ``n_change`` lines adds a change copy of lines I..J with
+    ``change_first`` <= I <= J <= m holding none of the ``markers`` (none when no such line is left).
 
     The remote backend asks for one op per request, or with ``after_gens`` for the gens up to the
     next copy and that copy: a request must end where a copy closes, for its lines are spliced into
@@ -123,20 +146,31 @@ def op_grammar(n_lines: int, first: int = 1, *, after_gens: bool = False) -> str
     rules = {match[1]: match[0] for match in _RULE.finditer(grammar_template())}
     lines = [rule for name, rule in rules.items() if _GEN_RULES.fullmatch(name)]
     ends = ["last-gen", '"</program>"']
+    if copyable_from(markers, change_first, n_change):
+        ends.insert(0, "change-copy")
+        lines += _copy_rules("change-copy", "k", CHANGE_COPY_OPEN, change_first, n_change, markers)
     if first <= n_lines:
         ends.insert(0, "copy")
-        lines.append('copy ::= "<copy lines=\\"" c')
-        prefixes = [""]
-        while prefixes:
-            prefix = prefixes.pop()
-            digits, can_end = digit_choices(prefix, first, n_lines)
-            alternatives = [f'"{d}" c{prefix}{d}' for d in digits]
-            if can_end:
-                alternatives.append(f'"-" ({range_rule(int(prefix), n_lines)}) "\\"/>\\n"')
-            lines.append(f"c{prefix} ::= {' | '.join(alternatives)}")
-            prefixes += [prefix + d for d in digits]
+        lines += _copy_rules("copy", "c", COPY_OPEN, first, n_lines, frozenset())
     root = f"gen+ ({' | '.join(ends)})?" if after_gens else "gen"
     return "\n".join([f"root ::= {' | '.join([root, *ends])}", *lines]) + "\n"
+
+
+def _copy_rules(name: str, trie: str, opening: str, first: int, last: int, skip: frozenset[int]) -> list[str]:
+    """The rules of a copy tag ``name`` (``opening`` I-J) with ``first`` <= I <= J <= ``last`` and
+    none of ``skip`` in I..J: a trie of the start's digits (rules ``trie`` + the digits so far)."""
+    rules = [f'{name} ::= "{_literal(opening)}" {trie}']
+    prefixes = [""]
+    while prefixes:
+        prefix = prefixes.pop()
+        digits, can_end = digit_choices(prefix, first, last, skip)
+        alternatives = [f'"{d}" {trie}{prefix}{d}' for d in digits]
+        if can_end:
+            start = int(prefix)
+            alternatives.append(f'"-" ({range_rule(start, copy_reach(skip, start, last))}) "\\"/>\\n"')
+        rules.append(f"{trie}{prefix} ::= {' | '.join(alternatives)}")
+        prefixes += [prefix + d for d in digits]
+    return rules
 
 
 @cache

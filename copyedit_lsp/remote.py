@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
+from .change import Change, change_lines
 from .edit import (
     MODES,
     REMOTE_ENGINES,
@@ -35,6 +36,7 @@ from .edit import (
     EditWatch,
     ProgressCallback,
     StopFlag,
+    applied_otherwise,
     fall_back,
     fence_at,
     fixed_prefix,
@@ -42,8 +44,21 @@ from .edit import (
     rewritten_text,
 )
 from .grammar import choice_grammar, gen_rest_grammar, literal_grammar, op_grammar
-from .program import COPY_CLOSE, COPY_OPEN, GEN_CLOSE, GEN_OPEN, PROGRAM_CLOSE, Copy, Gen, Op, unescape
-from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
+from .program import (
+    CHANGE_COPY_OPEN,
+    COPY_CLOSE,
+    COPY_OPEN,
+    GEN_CLOSE,
+    GEN_OPEN,
+    PROGRAM_CLOSE,
+    ChangeCopy,
+    Copy,
+    Gen,
+    Op,
+    Program,
+    unescape,
+)
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees, change_view
 from .writer import ProgramWriter
 
 API_KEY_VARIABLE = "COPYEDIT_API_KEY"
@@ -51,7 +66,7 @@ REMOTE_MODES = tuple(mode for mode in MODES if mode != "lookup")  # a server dra
 BYTES_PER_TOKEN = 3  # a cautious estimate for code: the edit's budget without the model's tokenizer
 RETRIES = 3  # attempts after the first, for requests that may be repeated
 BACKOFF = 0.5  # seconds before the first retry; doubled each time
-_COPY = re.compile(r'<copy lines="(\d+)-(\d+)"/>\n')
+_COPY = re.compile(r'<copy (lines|change)="(\d+)-(\d+)"/>\n')
 _CONTEXT = re.compile(r"context (length|size|window)|maximum context|input tokens", re.IGNORECASE)
 
 
@@ -383,21 +398,59 @@ class RemoteDecoder:
         session.stats.total_seconds = time.perf_counter() - started
         return fall_back(self, result, source, instruction, options, mode="rewrite", stop=stop, on_progress=on_progress)
 
-    def _program(self, session: _Session, prompt: str, source: str, options: EditOptions, budget: int) -> EditResult:
-        writer = ProgramWriter(source, options.ordered, options.program)
+    def apply(
+        self,
+        source: str,
+        change: Change,
+        options: EditOptions = EditOptions(),
+        *,
+        stop: StopFlag | None = None,
+        on_progress: ProgressCallback | None = None,
+        instruction: str = "",
+        plan: Program | None = None,
+    ) -> EditResult:
+        """Merge ``change`` into ``source`` as the local decoder does
+        (:meth:`~copyedit_lsp.decoder.Decoder.apply`), one request per copy of the file or the
+        change.  The server runs the base model, with no apply selector: program mode is a rewrite
+        given the change (``stats.fallback``), unless ``options.fallback`` is off: then the base
+        model writes the program.  The server drafts on its own (``plan`` is not sent)."""
+        options.check(REMOTE_MODES, "none")
+        otherwise = applied_otherwise(self, source, change, options, rewrite="rewrite", selector=False,
+                                      instruction=instruction, stop=stop, on_progress=on_progress)  # fmt: skip
+        if otherwise is not None:
+            return otherwise
+        started = time.perf_counter()
+        session = _Session(self, EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress))
+        prompt = self.template.apply_prompt(
+            source, change, mode=options.mode, language=options.language, instruction=instruction
+        )
+        copied = source + change.text(1, len(change.lines))
+        budget = options.budget(len(copied.encode()) / BYTES_PER_TOKEN)
+        if options.mode == "rewrite":
+            result = self._rewrite(session, prompt, source, budget)
+        else:
+            result = self._program(session, prompt, source, options, budget, change)
+        session.stats.total_seconds = time.perf_counter() - started
+        return result
+
+    def _program(
+        self,
+        session: _Session,
+        prompt: str,
+        source: str,
+        options: EditOptions,
+        budget: int,
+        change: Change | None = None,
+    ) -> EditResult:
+        """A program written over ``source`` one request per copy (an apply program where ``change``)."""
+        markers = change.markers if change is not None else frozenset()
+        writer = ProgramWriter(source, options.ordered, options.program, change_lines(change), markers)
+        changed = change_view(change) if change is not None else SourceView(())
         view, stats, scripted = writer.view, session.stats, options.program is not None
-        cut = None
-        done = False
-        through_gens = self.completions.endpoint.gens_per_request
+        cut, done = None, False
         while not done and stats.chosen_tokens < budget:
-            if scripted:  # the script's next op, or its gens up to its next copy and that copy
-                rest = writer.rest()
-                script = _to_next_copy(rest) if through_gens else _op_text(rest[0]) if rest else PROGRAM_CLOSE
-                grammar = literal_grammar(script)
-            else:
-                grammar = op_grammar(writer.lines, writer.first, after_gens=through_gens)
             room = budget - stats.chosen_tokens
-            answer = session.complete(prompt, grammar, min(self.max_gen_tokens, room))
+            answer = session.complete(prompt, self._request_grammar(writer), min(self.max_gen_tokens, room))
             if answer.finish_reason == "length":  # the server stopped at max_tokens
                 cut = "max_new_tokens" if room <= self.max_gen_tokens else "max_gen_tokens"
             for piece in _op_pieces(answer):
@@ -406,17 +459,17 @@ class RemoteDecoder:
                     piece = self._write_on(session, prompt, piece, view, writer.after, budget)
                 else:
                     rewritten = False
-                op, ended = _read_op(piece, writer.lines)
+                op, ended = _read_op(piece, writer.lines, len(writer.change), writer.markers)
                 if isinstance(op, Copy) and op.start < writer.first:
                     break  # drafted after a gen that moved the first line a copy may start at: asked again
                 if op is None:
                     done = True
                     break
                 prompt += piece.text
-                if isinstance(op, Copy):
+                if isinstance(op, Copy | ChangeCopy):
                     writer.copy(op)
                     if options.splice == "prefill":
-                        prompt += view.span(op.start, op.end)
+                        prompt += (view if isinstance(op, Copy) else changed).span(op.start, op.end)
                         stats.splice_calls += 1
                 else:
                     ended = writer.gen(op.text) or ended
@@ -425,11 +478,29 @@ class RemoteDecoder:
                 done = ended
                 if done or rewritten:
                     break  # what the server wrote after a gen it was asked to write on is not taken
-        if not done and stats.chosen_tokens >= budget:
-            cut = "max_new_tokens"
+        cut = "max_new_tokens" if not done and stats.chosen_tokens >= budget else cut
         stats.ops = len(writer.ops)
         session.watch.report(writer.ops)  # the ops a break left unreported
         return EditResult(writer.program(), writer.text(), stats, cut=writer.cut or cut)
+
+    def _request_grammar(self, writer: ProgramWriter) -> str:
+        """The next request's grammar: the script's next op, or its gens up to its next copy and that
+        copy; else one op of the program (:func:`~copyedit_lsp.grammar.op_grammar`), after any gens
+        where a request runs through them."""
+        through_gens = self.completions.endpoint.gens_per_request
+        if writer.script is not None:
+            rest = writer.rest()
+            return literal_grammar(
+                _to_next_copy(rest) if through_gens else _op_text(rest[0]) if rest else PROGRAM_CLOSE
+            )
+        return op_grammar(
+            writer.lines,
+            writer.first,
+            after_gens=through_gens,
+            n_change=len(writer.change),
+            change_first=writer.change_after,
+            markers=writer.markers,
+        )
 
     def _write_on(
         self, session: _Session, prompt: str, answer: Answer, view: SourceView, line: int, budget: int
@@ -462,7 +533,7 @@ class RemoteDecoder:
 
 def _op_text(op: Op) -> str:
     """An op as the model writes it (a gen's text escaped, its line breaks ``\\n``)."""
-    if isinstance(op, Copy):
+    if isinstance(op, Copy | ChangeCopy):
         return op.to_text()
     return GEN_OPEN + as_model_sees(op.text) + GEN_CLOSE
 
@@ -472,7 +543,7 @@ def _to_next_copy(ops: Sequence[Op]) -> str:
     text = ""
     for op in ops:
         text += _op_text(op)
-        if isinstance(op, Copy):
+        if isinstance(op, Copy | ChangeCopy):
             return text
     return text + PROGRAM_CLOSE
 
@@ -485,7 +556,7 @@ def _op_pieces(answer: Answer) -> list[Answer]:
         if text.startswith(GEN_OPEN, at):
             end = text.find(GEN_CLOSE, at)
             end = len(text) if end < 0 else end + len(GEN_CLOSE)
-        elif text.startswith(COPY_OPEN, at):
+        elif text.startswith((COPY_OPEN, CHANGE_COPY_OPEN), at):
             end = text.find(COPY_CLOSE, at)
             end = len(text) if end < 0 else end + len(COPY_CLOSE)
         else:
@@ -498,9 +569,13 @@ def _op_pieces(answer: Answer) -> list[Answer]:
     return pieces
 
 
-def _read_op(answer: Answer, n_lines: int) -> tuple[Op | None, bool]:
+def _read_op(
+    answer: Answer, n_lines: int, n_change: int = 0, markers: frozenset[int] = frozenset()
+) -> tuple[Op | None, bool]:
     """The op a grammar-constrained answer holds and whether the program ends after it; None at
-    the program's end.  An answer outside the grammar means the server ignored the grammar."""
+    the program's end.  A copy must lie in the file's ``n_lines`` or the change's ``n_change``
+    lines (holding none of its ``markers``); an answer outside the grammar means the server
+    ignored the grammar."""
     text = answer.text
     if answer.finish_reason == "length":  # out of tokens: keep a gen's whole lines, then stop
         if text.startswith(GEN_OPEN) and "\n" in text[len(GEN_OPEN) :]:
@@ -509,9 +584,12 @@ def _read_op(answer: Answer, n_lines: int) -> tuple[Op | None, bool]:
         return None, True
     if text == PROGRAM_CLOSE:
         return None, True
-    copy = _COPY.fullmatch(text)
-    if copy and 1 <= int(copy[1]) <= int(copy[2]) <= n_lines:
-        return Copy(int(copy[1]), int(copy[2])), False
+    if copy := _COPY.fullmatch(text):
+        start, end = int(copy[2]), int(copy[3])
+        if copy[1] == "lines" and 1 <= start <= end <= n_lines:
+            return Copy(start, end), False
+        if copy[1] == "change" and 1 <= start <= end <= n_change and not any(start <= m <= end for m in markers):
+            return ChangeCopy(start, end), False
     if text.startswith(GEN_OPEN) and text.endswith(GEN_CLOSE) and len(text) > len(GEN_OPEN + GEN_CLOSE):
         body = text[len(GEN_OPEN) : -len(GEN_CLOSE)]
         return Gen(unescape(body)), not body.endswith(("\n", "\r"))

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from .change import Change
 from .config import Settings
-from .edit import DecodeError, Editor, EditResult, ProgressCallback
+from .edit import Editor, EditResult, ProgressCallback
 from .fast_apply import ApplyOutcome, apply_change
 
 T = TypeVar("T")
@@ -119,11 +119,8 @@ class Worker:
         """Merge one change (:func:`~copyedit_lsp.fast_apply.apply_change`) after the queued edits."""
 
         def work() -> ApplyOutcome:
-            editor = self._ready(settings)
-            if not hasattr(editor, "apply"):
-                raise DecodeError("applying a change runs on the local model (the backend setting: local)")
-            options = replace(settings.edit_options(language), mode="program", fallback=False)
-            return apply_change(editor, source, change, options, instruction=instruction, partial=partial,
+            options = replace(settings.edit_options(language), mode="program")
+            return apply_change(self._ready(settings), source, change, options, instruction=instruction, partial=partial,
                                 shortcut=shortcut, stop=stop.is_set, on_progress=on_progress)  # fmt: skip
 
         return await self._queued(work, stop)

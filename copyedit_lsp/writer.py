@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .change import copyable_from
 from .edit import decoded_program, repeating, replaced_through
+from .grammar import copyable_from
 from .program import ChangeCopy, Copy, Gen, Op, Program
 from .prompt import SourceView
 from .resolver import resolve

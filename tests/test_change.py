@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from copyedit_lsp.bench.apply import apply_benchmark, write_outputs
+from copyedit_lsp.bench.apply import apply_benchmark, format_tables, summarize, write_outputs
 from copyedit_lsp.bench.changes import Score, build_change, regions, score
 from copyedit_lsp.change import FORMS, ChangeError, change_form, is_marker, read_change
 from copyedit_lsp.datasets import EditItem
@@ -241,5 +241,27 @@ def test_bench_apply_scores_each_form_and_counts_a_refusal_as_a_miss(tmp_path):
     json_path, md_path, png_path = write_outputs(result, tmp_path, "apply")
     assert json_path.name == "apply.json.gz" and "| snippet/merge |" in md_path.read_text()
     assert png_path.read_bytes().startswith(b"\x89PNG")
-    with pytest.raises(ValueError, match="need a model"):
+    with pytest.raises(ValueError, match="need a local model"):
         apply_benchmark({"files": items}, modes=("merge", "program"), progress=False)
+    with pytest.raises(ValueError, match="need a remote server"):
+        apply_benchmark({"files": items}, modes=("remote-program",), progress=False)
+
+
+def test_bench_apply_sets_a_remote_mode_beside_its_local_one():
+    """A remote mode's summary counts the changes whose program and text are its local mode's
+    (the same set, item and form) and its requests per change."""
+    rows = [
+        {"set": "s", "id": i, "form": "snippet", "mode": mode, "program": program, "text_sha256": text,
+         "requests": requests, "applied": False, "exact": False, "passed": False, "lines_lost": 0,
+         "change_dropped": 0, "invented": 0, "seconds": 1.0, "hard": []}
+        for i, mode, program, text, requests in [
+            ("a", "program", "P1", "T1", 0), ("a", "remote-program", "P1", "T1", 2),
+            ("b", "program", "P2", "T2", 0), ("b", "remote-program", "P3", "T2", 4),
+            ("c", "program", "P4", "T4", 0), ("c", "remote-program", "P5", "T5", 3),
+        ]
+    ]  # fmt: skip
+    entry = summarize(rows, ["program", "remote-program"])["snippet/remote-program"]
+    assert entry["against_local"] == {"mode": "program", "pairs": 3, "same_program": 1, "same_text": 2}
+    assert entry["requests_per_change"] == 3.0
+    table = format_tables({"sets": {"s": {"summary": {"snippet/remote-program": entry}}}})
+    assert "snippet/remote-program against program: the same program on 1/3, the same text on 2/3" in table

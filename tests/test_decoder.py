@@ -494,6 +494,21 @@ def test_a_gen_at_the_decoders_length_cap_is_cut_short_and_refused(tiny):
     assert whole.cut is None and whole.program == long_gen
 
 
+def test_an_apply_without_an_apply_selector_never_runs_the_edits_selector(selector):
+    """Without an apply selector, program mode is a lookup rewrite, and with ``fallback`` off the
+    base model's apply program: never one written with the edit selector's adapter, which was
+    trained on edit programs (on this snippet it writes a gen the base model does not)."""
+    edits_only, base = Decoder(selector.llama, selector=selector.selector), Decoder(selector.llama)
+    item = load_items("humanevalfix-python-files", limit=2, seed=1)[1]
+    built = build_change(item.before, item.after, "snippet", "python", random.Random(f"1/{item.id}/snippet"))
+    change = read_change(built.text, "snippet")
+    options = EditOptions(language="python", fallback=False)
+    program = edits_only.apply(item.before, change, options).program
+    assert program is not None and program == base.apply(item.before, change, options).program
+    looked_up = edits_only.apply(item.before, change, EditOptions(language="python"))
+    assert looked_up.program is None and looked_up.stats.fallback == "selector"
+
+
 @pytest.fixture(scope="module")
 def applying(default_model_path):
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2, apply_selector="qwen2.5-coder-0.5b-v4")

@@ -6,23 +6,26 @@ cancelling that stops the engine, clear errors."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import httpx
 import pytest
 from engines import CONTEXT, ENGINES, free_port, start_engine
 
+from copyedit_lsp.bench.changes import build_change
+from copyedit_lsp.change import change_lines, read_change
 from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.grammar import op_grammar
 from copyedit_lsp.llama_model import LlamaModel, Vocabulary
-from copyedit_lsp.program import Copy, Gen, Program
+from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.region import choice_names
 from copyedit_lsp.remote import Answer, Completions, Endpoint, RemoteDecoder, RemoteError
 from copyedit_lsp.remote import _read_op as read_op
-from copyedit_lsp.resolver import oracle_program
+from copyedit_lsp.resolver import oracle_apply_program, oracle_program
 
 # An engine starts in the setup of its first test (vLLM: 109 s on a quiet 2-core machine), which
 # then runs both local decoders beside it (129 s): 238 s together, near the 300 s default.
@@ -154,6 +157,25 @@ def test_forced_mode_writes_the_script(remote, items):
         result = remote.edit(item.before, item.instruction, EditOptions(mode="forced", program=program))
         assert result.program == program and result.text == item.after
         assert result.stats.requests == sum(isinstance(op, Copy) for op in program.ops) + 1
+
+
+def test_apply_programs_equal_the_local_decoders(remote, local):
+    """A lazy snippet merged by the base model's apply program (no apply selector on either side,
+    no lookup in its place) is the local decoder's, op for op; the oracle apply program in forced
+    mode splices the change's lines it copies through the engine and gives the gold."""
+    same, change_copies = [], 0
+    for item in load_items("humanevalfix-python-files", limit=2, seed=1):
+        built = build_change(item.before, item.after, "snippet", item.language, random.Random(f"1/{item.id}/snippet"))
+        change = read_change(built.text, "snippet")
+        options = EditOptions(language=item.language, fallback=False)
+        here, there = local.apply(item.before, change, options), remote.apply(item.before, change, options)
+        same.append(there.program == here.program and there.text == here.text)
+        script = oracle_apply_program(item.before, item.after, change_lines(change))
+        forced = remote.apply(item.before, change, EditOptions(mode="forced", program=script))
+        assert forced.program == script and forced.text == item.after, item.id
+        change_copies += sum(isinstance(op, ChangeCopy) for op in script.ops)
+    assert all(same), same
+    assert change_copies >= 2  # the change's lines were spliced
 
 
 def test_progress_streams_and_cancelling_stops_the_engine(remote, served, items, monkeypatch):

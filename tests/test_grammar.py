@@ -243,6 +243,29 @@ def test_op_grammar_after_gens_runs_to_the_next_copy(gbnf, n, first):
     assert not gbnf.accepts(grammar, f'<gen>\nx\n</gen>\n<copy lines="{first - 1}-{n}"/>\n')
 
 
+@pytest.mark.parametrize("first, markers", [(1, {1, 5}), (3, {5}), (2, {2, 4, 5, 12}), (6, set())])
+def test_op_grammar_copies_an_apply_programs_change_forward_between_its_markers(gbnf, first, markers):
+    """An apply program's request admits a change copy I..J with ``first`` <= I <= J <= 12 holding
+    no marker, beside the file's copies."""
+    grammar = op_grammar(40, 7, n_change=12, change_first=first, markers=frozenset(markers))
+
+    def copy(i, j):
+        return f'<copy change="{i}-{j}"/>\n'
+
+    assert gbnf.accepts(grammar, '<copy lines="7-40"/>\n') and not gbnf.accepts(grammar, '<copy lines="6-6"/>\n')
+    for start in range(1, 14):
+        for end in range(start, 14):
+            allowed = first <= start and end <= 12 and not any(start <= m <= end for m in markers)
+            assert gbnf.accepts(grammar, copy(start, end)) == allowed, (start, end)
+    assert not gbnf.accepts(grammar, copy(first + 1, first))
+
+
+def test_op_grammar_has_no_change_copy_once_only_markers_are_left(gbnf):
+    grammar = op_grammar(4, 1, after_gens=True, n_change=3, change_first=3, markers=frozenset({3}))
+    assert "change-copy" not in grammar and gbnf.accepts(grammar, '<gen>\nx\n</gen>\n<copy lines="1-4"/>\n')
+    assert not gbnf.accepts(grammar, '<copy change="3-3"/>\n')
+
+
 def test_the_rest_of_a_gen_is_at_least_one_more_line_then_its_end(gbnf):
     grammar = gen_rest_grammar()
     assert gbnf.accepts(grammar, "    return a\n</gen>\n")

@@ -17,14 +17,16 @@ import pytest_lsp
 from engines import free_port, start_engine
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_server import as_dict, ended, open_document, run_edit, start
+from texts import STATS, VARIANCE_SNIPPET
 
 from copyedit_lsp import remote
+from copyedit_lsp.change import read_change
 from copyedit_lsp.config import Settings, updated
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import CUTS, EditOptions
 from copyedit_lsp.grammar import gen_rest_grammar
 from copyedit_lsp.llama_model import LlamaModel
-from copyedit_lsp.program import Copy, Gen, Program
+from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program
 from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
 from copyedit_lsp.textedits import apply_lsp_edits
 from copyedit_lsp.worker import Worker, endpoint
@@ -103,6 +105,27 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
     assert summary["exact"] == 2 and summary["parse_rate"] == 1.0
     manifest = json.loads((tmp_path / "edits.manifest.json").read_text())
     assert manifest["backend"] == "remote" and manifest["selector"] is None and "--remote-url" in manifest["command"]
+
+
+def test_a_change_is_applied_through_the_remote_backend(llama_server, local_decoder, tmp_path):
+    """``copyedit apply --change --backend remote``: the server runs no apply selector, so the merge
+    is a rewrite given the change, the local rewrite's text; checked as a local apply is."""
+    path, change_path = tmp_path / "stats.py", tmp_path / "change.py"
+    path.write_text(STATS)
+    change_path.write_text(VARIANCE_SNIPPET)
+    command = [sys.executable, "-m", "copyedit_lsp.cli", "apply", str(path), "--change", str(change_path)]
+    done = subprocess.run(
+        [*command, "--backend", "remote", "--remote-url", llama_server.url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "local model" not in done.stderr and done.returncode in (0, 4, 5), done.stderr
+    out = json.loads(done.stdout)
+    assert out["stats"]["fallback"] == "selector" and out["stats"]["requests"] == 1
+    local = local_decoder.apply(STATS, read_change(VARIANCE_SNIPPET), EditOptions(mode="rewrite", language="python"))
+    assert out["text"] == local.text
+    assert path.read_text() == STATS
 
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
@@ -267,6 +290,28 @@ def test_a_request_runs_through_gens_to_the_next_copy():
         bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
         assert bodies[1]["grammar"].startswith("root ::= gen+ (copy | last-gen")
         assert bodies[2]["prompt"] == bodies[1]["prompt"] + '<gen>\nb = 20\n</gen>\n<copy lines="3-3"/>\nc = 3\n'
+    finally:
+        fake.close()
+
+
+def test_an_apply_program_copies_the_file_and_the_change_through_the_prompt():
+    """A remote apply program copies lines of the file and of the change: each copy's lines follow
+    its tag in the next request's prompt, and each request's grammar admits change copies only
+    forward through the change and never over an elision marker; a copy over one is refused."""
+    change = read_change("# ... existing code ...\nb = 20\n# ... existing code ...\n", "snippet")
+    answers = [sse('<copy lines="1-1"/>\n'), sse('<copy change="2-2"/>\n'), sse('<copy lines="3-3"/>\n')]
+    fake = completing([*answers, sse("</program>"), sse('<copy change="1-2"/>\n')])
+    try:
+        decoder = RemoteDecoder.connect(Endpoint(fake.url))
+        result = decoder.apply("a = 1\nb = 2\nc = 3\n", change, EditOptions(fallback=False))
+        assert result.program == Program((Copy(1, 1), ChangeCopy(2, 2), Copy(3, 3)))
+        assert result.text == "a = 1\nb = 20\nc = 3\n" and result.stats.requests == 4
+        bodies = [json.loads(r[3]) for r in fake.requests if r[:2] == ("POST", "/v1/completions")]
+        assert bodies[2]["prompt"] == bodies[1]["prompt"] + '<copy change="2-2"/>\nb = 20\n'
+        assert 'k ::= "2" k2\n' in bodies[1]["grammar"]  # line 2 is the one change line no marker
+        assert "change-copy" not in bodies[2]["grammar"].split("\n")[0]  # nothing of the change is left
+        with pytest.raises(RemoteError, match="ignored the grammar"):
+            decoder.apply("a = 1\n", change, EditOptions(fallback=False))
     finally:
         fake.close()
 

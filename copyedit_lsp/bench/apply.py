@@ -7,7 +7,9 @@ drafted from the merge, refused where a part is not placed or code is lost; the 
 answers for it); ``oracle``, the oracle apply program in forced mode (what a perfect selector
 costs); ``rewrite``, the base model writing the merged file out given the change (as FastApply
 does); ``lookup``, that rewrite with prompt lookup over the file and the change (the local
-analogue of Predicted Outputs).  Rewrite and lookup are scored as they come, unguarded. A
+analogue of Predicted Outputs); ``remote-program``, ``remote-oracle`` and ``remote-rewrite``, those
+modes on a completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), each beside its local
+mode: the same program and text, change by change.  Rewrite and lookup are scored as they come, unguarded. A
 refusal counts as a miss, never as lost code.  Every model mode starts from an empty KV cache
 (as an apply in the server does: no prefix of its prompt is kept warm), so none is timed on the
 prompt the mode before it evaluated.
@@ -15,11 +17,13 @@ prompt the mode before it evaluated.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,10 +40,11 @@ from .changes import SLICES, build_change, score
 from .checks import run_tests
 
 if TYPE_CHECKING:
-    from ..decoder import Decoder
+    from ..edit import Editor
 
-MODES = ("merge", "program", "oracle", "rewrite", "lookup")
-MODEL_MODES = MODES[1:]
+LOCAL_MODES = ("program", "oracle", "rewrite", "lookup")
+REMOTE_MODES = ("remote-program", "remote-oracle", "remote-rewrite")
+MODES = ("merge", *LOCAL_MODES, *REMOTE_MODES)
 
 
 def apply_benchmark(
@@ -47,18 +52,24 @@ def apply_benchmark(
     *,
     forms: Sequence[str] = FORMS,
     modes: Sequence[str] = ("merge",),
-    applier: Decoder | None = None,
+    applier: Editor | None = None,
+    remote: Editor | None = None,
+    fallback: bool = True,
     seed: int = 0,
     progress: bool = True,
 ) -> dict:
     """Every item of ``sets`` as a change of each form (drawn by ``seed`` and the item), merged by
-    each mode in turn (``applier`` runs the model's); rows and a summary per set."""
+    each mode in turn (``applier`` runs the local model's, ``remote`` the remote modes; without
+    ``fallback``, program mode without an apply selector is the base model's program); rows and
+    a summary per set."""
     unknown = (set(forms) - set(FORMS)) | (set(modes) - set(MODES))
     if unknown:
         raise ValueError(f"unknown forms or modes {sorted(unknown)}; choose from {list(FORMS)} and {list(MODES)}")
-    if applier is None and set(modes) & set(MODEL_MODES):
-        raise ValueError(f"the modes {', '.join(MODEL_MODES)} need a model")
-    result: dict = {"modes": list(modes), "forms": list(forms), "seed": seed, "sets": {}}
+    for needed, runner, what in ((LOCAL_MODES, applier, "a local model"), (REMOTE_MODES, remote, "a remote server")):
+        if runner is None and set(modes) & set(needed):
+            raise ValueError(f"the modes {', '.join(needed)} need {what}")
+    appliers = {"local": applier, "remote": remote}
+    result: dict = {"modes": list(modes), "forms": list(forms), "seed": seed, "fallback": fallback, "sets": {}}
     total = sum(len(items) for items in sets.values()) * len(forms) * len(modes)
     with tqdm(total=total, desc="bench apply", unit=" changes", file=sys.stderr, disable=not progress) as bar:
         for set_name, items in sets.items():
@@ -66,14 +77,14 @@ def apply_benchmark(
             for item in items:
                 for form in forms:
                     for mode in modes:
-                        rows.append({"set": set_name} | _measure(item, form, mode, applier, seed))
+                        rows.append({"set": set_name} | _measure(item, form, mode, appliers, fallback, seed))
                         bar.update()
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
 
 def _merged(
-    item: EditItem, change: Change, mode: str, applier: Decoder | None
+    item: EditItem, change: Change, mode: str, appliers: dict[str, Editor | None], fallback: bool
 ) -> tuple[str | None, tuple[str, ...], dict]:
     """What ``mode`` makes of ``change``: the text offered (None: refused), the parts it did not
     place, and the model's figures."""
@@ -81,9 +92,12 @@ def _merged(
         merged = merge(item.before, change)
         offered = merged.text if merged.program is not None and not merged.unplaced else None
         return offered, merged.unplaced, {}
+    applier = appliers["remote" if mode in REMOTE_MODES else "local"]
+    mode = mode.removeprefix("remote-")
     assert applier is not None
-    applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
-    options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language)
+    if hasattr(applier, "forget"):  # the local decoder's KV cache (a server keeps its own)
+        applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
+    options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language, fallback=fallback)
     if mode == "program":
         try:
             applied = apply_change(applier, item.before, change, options)
@@ -94,7 +108,7 @@ def _merged(
         return (result.text if applied.complete else None), applied.unplaced, _figures(result) | shortcut
     if mode == "oracle":
         program = oracle_apply_program(item.before, item.after, change_lines(change))
-        options = EditOptions(mode="forced", program=program, language=item.language)
+        options = replace(options, mode="forced", program=program)
     result = applier.apply(item.before, change, options)
     return (result.text if result.cut is None else None), (), _figures(result)
 
@@ -102,21 +116,26 @@ def _merged(
 def _figures(result: EditResult) -> dict:
     return {
         "program": result.program.to_text() if result.program is not None else None,
+        "text_sha256": hashlib.sha256(result.text.encode()).hexdigest(),  # the program's text, offered or not
         "cut": result.cut,
         "loss": result.loss.to_dict() if result.loss is not None else None,
         "chosen_tokens": result.stats.chosen_tokens,
         "spliced_tokens": result.stats.spliced_tokens,
         "eval_calls": result.stats.eval_calls,
+        "requests": result.stats.requests,
+        "fallback": result.stats.fallback,
     }
 
 
-def _measure(item: EditItem, form: str, mode: str, applier: Decoder | None, seed: int) -> dict:
+def _measure(
+    item: EditItem, form: str, mode: str, appliers: dict[str, Editor | None], fallback: bool, seed: int
+) -> dict:
     """One item's change of ``form``, merged by ``mode``, scored and tested."""
     built = build_change(item.before, item.after, form, item.language, random.Random(f"{seed}/{item.id}/{form}"))
     change = read_change(built.text, form)
     started = time.perf_counter()
     try:
-        applied, unplaced, figures = _merged(item, change, mode, applier)
+        applied, unplaced, figures = _merged(item, change, mode, appliers, fallback)
     except Exception as error:  # one change that breaks a mode is a row with the error, the run goes on
         applied, unplaced, figures = None, (), {"error": f"{type(error).__name__}: {error}"}
     seconds = time.perf_counter() - started
@@ -169,7 +188,26 @@ def summarize(rows: list[dict], modes: Sequence[str] = MODES) -> dict[str, dict]
                     if (hard := [row for row in mine if kind in row["hard"]])
                 },
             }
+            if mode in REMOTE_MODES:
+                summary[f"{form}/{mode}"] |= _against_local(mine, rows, mode.removeprefix("remote-"))
     return summary
+
+
+def _against_local(mine: list[dict], rows: list[dict], local: str) -> dict:
+    """A remote mode's rows beside its ``local`` mode's (the same set, item and form): the same
+    program, the same text, and the remote requests per change."""
+    theirs = {(row["set"], row["id"], row["form"]): row for row in rows if row["mode"] == local}
+    pairs = [(row, theirs[key]) for row in mine if (key := (row["set"], row["id"], row["form"])) in theirs]
+    same = [(a.get("program") == b.get("program"), a.get("text_sha256") == b.get("text_sha256")) for a, b in pairs]
+    return {
+        "against_local": {
+            "mode": local,
+            "pairs": len(pairs),
+            "same_program": sum(program for program, _ in same),
+            "same_text": sum(text for _, text in same),
+        },
+        "requests_per_change": statistics.mean(row.get("requests") or 0 for row in mine),
+    }
 
 
 def format_tables(result: dict) -> str:
@@ -190,7 +228,15 @@ def format_tables(result: dict) -> str:
         headers = ["form/mode", "applied", "exact", "tests passed", "lines lost", "change lines dropped",
                    "lines invented", "median time", "speed over rewrite", "the merge would answer",
                    "exact on the hard slices"]  # fmt: skip
-        parts.append(f"**{set_name}**\n\n" + markdown_table(headers, rows, right=range(1, 10)))
+        against = [
+            f"{key} against {other['mode']}: the same program on {other['same_program']}/{other['pairs']}, "
+            f"the same text on {other['same_text']}/{other['pairs']}, "
+            f"{entry['requests_per_change']:.1f} requests per change."
+            for key, entry in data["summary"].items()
+            if (other := entry.get("against_local"))
+        ]
+        table = markdown_table(headers, rows, right=range(1, 10))
+        parts.append("\n\n".join([f"**{set_name}**", table, *against]))
     return "\n\n".join(parts)
 
 

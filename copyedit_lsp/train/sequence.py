@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..change import Change, copy_reach, copyable_from
-from ..grammar import digit_choices
+from ..change import Change
+from ..grammar import copy_reach, copyable_from, digit_choices
 from ..program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, op_kind
 from ..prompt import SourceView, as_model_sees, change_view
 from ..resolver import merged, split_lines
