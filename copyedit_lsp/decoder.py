@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .change import Change, change_lines
+from .change import Change
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
     MODES,
@@ -53,7 +53,7 @@ from .edit import (
 from .grammar import copy_reach
 from .llama_model import LlamaModel, Snapshot
 from .program import GEN_CLOSE, ChangeCopy, Copy, Gen, Op, Program, op_kind
-from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees, change_view
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
 from .selector import Selector
 from .tokens import (
     REOPEN,
@@ -231,8 +231,7 @@ class Decoder:
             copied = source + change.text(1, len(change.lines)) if change is not None else None
             result = self._rewrite(run, prompt, source, options, copied=copied)
         else:
-            markers = change.markers if change is not None else frozenset()
-            writer = ProgramWriter(source, options.ordered, options.program, change_lines(change), markers)
+            writer = ProgramWriter.of(source, options, change)
             result = self._program(run, prompt, writer, options, change=change, plan=plan)
         run.stats.total_seconds = time.perf_counter() - started
         return result
@@ -334,8 +333,7 @@ class Decoder:
     ) -> EditResult:
         """A program written op by op under the grammar (an apply program where ``change``)."""
         view, speedups, scripted = writer.view, options.speedups, options.program is not None
-        changed = change_view(change) if change is not None else SourceView(())
-        drafter = self._started(run, prompt, view, changed, plan, options)
+        drafter = self._started(run, prompt, view, writer.changed, plan, options)
         check = None if scripted or change is not None else CopyCheck.of(options, self.tokens)
         reopened = False  # the last gen was closed by a <gen> that opened the next one
         while not run.out_of_budget():
@@ -349,7 +347,7 @@ class Decoder:
                 break
             doubted = None  # the line a checked copy stopped before: the model rewrites from there
             if kind == "change":
-                taken = self._copy(run, changed, writer.change_after, goal, options.splice, None, op_start, ChangeCopy,
+                taken = self._copy(run, writer.changed, writer.change_after, goal, options.splice, None, op_start, ChangeCopy,
                                    writer.markers)  # fmt: skip
                 writer.copy(taken.kept)  # type: ignore[arg-type]  # unchecked: always kept
             elif kind == "copy":

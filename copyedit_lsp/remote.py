@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
-from .change import Change, change_lines
+from .change import Change
 from .edit import (
     MODES,
     REMOTE_ENGINES,
@@ -58,7 +58,7 @@ from .program import (
     Program,
     unescape,
 )
-from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees, change_view
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
 from .writer import ProgramWriter
 
 API_KEY_VARIABLE = "COPYEDIT_API_KEY"
@@ -443,9 +443,7 @@ class RemoteDecoder:
         change: Change | None = None,
     ) -> EditResult:
         """A program written over ``source`` one request per copy (an apply program where ``change``)."""
-        markers = change.markers if change is not None else frozenset()
-        writer = ProgramWriter(source, options.ordered, options.program, change_lines(change), markers)
-        changed = change_view(change) if change is not None else SourceView(())
+        writer = ProgramWriter.of(source, options, change)
         view, stats, scripted = writer.view, session.stats, options.program is not None
         cut, done = None, False
         while not done and stats.chosen_tokens < budget:
@@ -469,7 +467,7 @@ class RemoteDecoder:
                 if isinstance(op, Copy | ChangeCopy):
                     writer.copy(op)
                     if options.splice == "prefill":
-                        prompt += (view if isinstance(op, Copy) else changed).span(op.start, op.end)
+                        prompt += (view if isinstance(op, Copy) else writer.changed).span(op.start, op.end)
                         stats.splice_calls += 1
                 else:
                     ended = writer.gen(op.text) or ended

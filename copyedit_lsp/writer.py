@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .edit import decoded_program, repeating, replaced_through
+from .change import Change, change_lines
+from .edit import EditOptions, decoded_program, repeating, replaced_through
 from .grammar import copyable_from
 from .program import ChangeCopy, Copy, Gen, Op, Program
 from .prompt import SourceView
@@ -31,6 +32,7 @@ class ProgramWriter:
     change: tuple[str, ...] = ()
     markers: frozenset[int] = frozenset()
     view: SourceView = field(init=False)
+    changed: SourceView = field(init=False)  # the change's lines, as a change copy splices them
     ops: list[Op] = field(default_factory=list)
     after: int = 1  # the input line after what the program has copied or rewritten
     change_after: int = 1  # the change line after the program's last change copy
@@ -38,8 +40,15 @@ class ProgramWriter:
 
     def __post_init__(self) -> None:
         self.view = SourceView.of(self.source)
+        self.changed = SourceView.of("".join(self.change))
         if self.script is not None:
             self.script.validate(self.lines, len(self.change))
+
+    @classmethod
+    def of(cls, source: str, options: EditOptions, change: Change | None = None) -> ProgramWriter:
+        """The writer of a program over ``source`` as ``options`` say (an apply program's where ``change``)."""
+        markers = change.markers if change is not None else frozenset()
+        return cls(source, options.ordered, options.program, change_lines(change), markers)
 
     @property
     def lines(self) -> int:
