@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import openai
 import pytest
-from texts import STATS, VARIANCE_SNIPPET
+from engines import free_port
+from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
 from copyedit_lsp.openai_api import API_KEY_VARIABLE, RequestError, parse_request
 from copyedit_lsp.scope import language_of_code
 
 COPYEDIT = Path(sys.executable).with_name("copyedit")
 KEY = "test-key"
-MERGED = STATS.replace("the population variance", "the sample variance").replace(
-    "/ len(values)\n", "/ (len(values) - 1)\n"
-)
 
 
 def apply_message(code: str, update: str, instruction: str = "") -> list[dict]:
@@ -60,25 +59,30 @@ def test_the_language_of_code_is_told_by_its_parse():
     assert language_of_code("x = 1\n") is None  # Python and JavaScript alike
 
 
-@pytest.fixture(scope="module")
-def endpoint(default_model_path):
-    """``copyedit serve`` on a free port, the key required; its base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [str(COPYEDIT), "serve", "--port", str(port), "--threads", "2", "--max-request-bytes", "100000"]
-    server = subprocess.Popen(
-        command, env=os.environ | {API_KEY_VARIABLE: KEY}, stderr=subprocess.PIPE, text=True, bufsize=1
-    )
+@contextmanager
+def serving(*options: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``copyedit serve`` with ``options`` on a free port, until the block ends; its base URL."""
+    port = free_port()
+    command = [str(COPYEDIT), "serve", "--port", str(port), "--threads", "2", *options]
+    server = subprocess.Popen(command, env=os.environ | (env or {}), stderr=subprocess.PIPE, text=True, bufsize=1)
     assert server.stderr is not None
     for line in server.stderr:  # the model loads first; the address is said when it listens
         if line.startswith("copyedit serve: http://"):
             break
     else:
         pytest.fail(f"copyedit serve ended ({server.wait()}) before it listened")
-    yield f"http://127.0.0.1:{port}/v1"
-    server.terminate()
-    server.wait(timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def endpoint(default_model_path):
+    """``copyedit serve`` with the default model, the key required."""
+    with serving("--max-request-bytes", "100000", env={API_KEY_VARIABLE: KEY}) as url:
+        yield url
 
 
 @pytest.mark.model
@@ -90,13 +94,13 @@ def test_the_endpoint_merges_a_snippet_whole_and_streamed(endpoint):
     assert [model.id for model in client.models.list()] == ["copyedit-apply"]
     messages = apply_message(STATS, VARIANCE_SNIPPET)
     answer = client.chat.completions.create(model="morph-v3-fast", messages=messages)
-    assert answer.choices[0].message.content == MERGED and answer.choices[0].finish_reason == "stop"
+    assert answer.choices[0].message.content == VARIANCE_MERGED and answer.choices[0].finish_reason == "stop"
     assert answer.usage is not None and answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
     stream = client.chat.completions.create(
         model="morph-v3-fast", messages=messages, stream=True, stream_options={"include_usage": True}
     )
     chunks = list(stream)
-    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == MERGED
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == VARIANCE_MERGED
     assert chunks[-1].usage == answer.usage
 
 

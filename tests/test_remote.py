@@ -12,10 +12,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import openai
 import pytest
 import pytest_lsp
 from engines import free_port, start_engine
 from pytest_lsp import ClientServerConfig, LanguageClient
+from test_openai_api import apply_message, serving
 from test_server import as_dict, ended, open_document, run_edit, start
 from texts import STATS, VARIANCE_SNIPPET
 
@@ -126,6 +128,22 @@ def test_a_change_is_applied_through_the_remote_backend(llama_server, local_deco
     local = local_decoder.apply(STATS, read_change(VARIANCE_SNIPPET), EditOptions(mode="rewrite", language="python"))
     assert out["text"] == local.text
     assert path.read_text() == STATS
+
+
+def test_the_openai_endpoint_applies_through_the_remote_backend(llama_server, local_decoder):
+    """``copyedit serve --backend remote`` (the endpoint in front of an engine): a search/replace
+    block the merge could place, run through the model anyway, answered by the engine's rewrite
+    given the change, the local rewrite's text, to the ``openai`` client."""
+    fixed = STATS.replace("total / len(values) - 1", "total / len(values)")  # nothing else to fix
+    old, new = "for v in values) / len(values)", "for v in values) / (len(values) - 1)"
+    line = "    return sum((v - m) ** 2 {}\n"
+    block = f"<<<<<<< SEARCH\n{line.format(old)}=======\n{line.format(new)}>>>>>>> REPLACE\n"
+    with serving("--backend", "remote", "--remote-url", llama_server.url, "--no-shortcut") as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        answer = client.chat.completions.create(model="any", messages=apply_message(fixed, block))
+    local = local_decoder.apply(fixed, read_change(block), EditOptions(mode="rewrite", language="python"))
+    assert answer.choices[0].message.content == local.text == fixed.replace(old, new)
+    assert answer.usage is not None and answer.usage.completion_tokens > 0
 
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])

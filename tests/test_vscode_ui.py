@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from fixes import fix_problems
 from test_nvim import TWO_BUGS
-from texts import STATS, VARIANCE_SNIPPET
+from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
 ROOT = Path(__file__).resolve().parent.parent
 UI = ROOT / "editors" / "vscode" / "ui-test"
@@ -51,6 +51,8 @@ def scale(x, factor):
     return result + x
 """
 QUIET = ["--disable-telemetry", "--disable-update-check", "--disable-workspace-trust"]
+# A chat answer whose code block (lines 4-10) is a change for mean.py, applied from its selection
+ANSWER = f"Here is the sample variance:\n\n```python\n{VARIANCE_SNIPPET}```\n\nIt divides by n - 1.\n"
 STEPS = "".join(f"def step_{i}(x, y):\n    z = x + y * {i}\n    return z - {i}\n\n\n" for i in range(20))
 
 
@@ -80,11 +82,19 @@ def changed_lines(before: str, after: str) -> list[tuple[int, int]]:
     return [(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
 
 
-@pytest.mark.timeout(900)  # code-server, chromium and the real model, seven user flows on this machine's cores
+@pytest.mark.timeout(900)  # code-server, chromium and the real model, eight user flows on this machine's cores
 def test_the_extension_in_a_real_vs_code(tmp_path):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    files = {"stats.py": STATS, "shop.py": TWO_BUGS, "scale.py": SCALE, "steps.py": STEPS, "variance.py": STATS}
+    files = {
+        "stats.py": STATS,
+        "shop.py": TWO_BUGS,
+        "scale.py": SCALE,
+        "steps.py": STEPS,
+        "variance.py": STATS,
+        "mean.py": STATS,
+        "answer.md": ANSWER,
+    }
     for name, text in files.items():
         (workspace / name).write_text(text)
     data, extensions = tmp_path / "data", tmp_path / "extensions"
@@ -128,6 +138,7 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
             "twoHunks": TWO_HUNKS,
             "commentLine": 5,
             "snippet": VARIANCE_SNIPPET,
+            "answerChange": {"line": 4, "lines": VARIANCE_SNIPPET.count("\n")},
             "serverLog": str(log),
             "restartPython": "/usr/bin/python3",
             "out": str(out),
@@ -173,6 +184,10 @@ def test_the_extension_in_a_real_vs_code(tmp_path):
     assert "hunks taken: [1]" in applied[4], applied
     assert (workspace / "variance.py").read_text() == STATS.replace("the population variance", "the sample variance")
     assert seen["sources"] == ['"← from the change, line 5"', '"← from the change, line 7"'], seen["sources"]
+    # the answer's code block, selected in its editor, applied to mean.py whole
+    assert "applied: true" in applied[5], applied
+    assert (workspace / "mean.py").read_text() == VARIANCE_MERGED
+    assert (workspace / "answer.md").read_text() == ANSWER
     # the setting change (made in the Settings editor, saved by VS Code) restarted the server
     assert seen["steps"][-1] == {"step": "restarted", "starts": 1}
     written = [json.loads(f.read_text()).get("copyedit.server.pythonPath") for f in data.glob("*/settings.json")]

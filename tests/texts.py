@@ -10,6 +10,10 @@ VARIANCE_SNIPPET = (
     '# ... existing code ...\n\n\ndef variance(values):\n    """Return the sample variance of values."""\n'
     "    m = mean(values)\n    return sum((v - m) ** 2 for v in values) / (len(values) - 1)\n"
 )
+# The file with all of it merged.
+VARIANCE_MERGED = STATS.replace("the population variance", "the sample variance").replace(
+    "/ len(values)\n", "/ (len(values) - 1)\n"
+)
 
 # Three functions; the tiny model told to shorten ``describe`` over all of it writes ``describe``
 # where ``area`` and ``perimeter`` were (the loss guard's end-to-end case).

@@ -1,9 +1,10 @@
 // Drives a real VS Code (code-server, in Debian's chromium through playwright-core) with the
 // packaged copyedit extension, as a user would: the command palette edit, the review (reject,
 // accept, accept one hunk), a `# copyedit:` code action, cancel, the status bar, a change applied
-// from the clipboard (its review marks where each new line comes from), a setting change that
-// restarts the server.  tests/test_vscode_ui.py starts code-server and reads what this
-// records (observations.json) and the files on disk; screenshots go to the folder it names.
+// from the clipboard (its review marks where each new line comes from) and one from a selection
+// in another editor, a setting change that restarts the server.  tests/test_vscode_ui.py starts
+// code-server and reads what this records (observations.json) and the files on disk; screenshots
+// go to the folder it names.
 //
 //   node drive.mjs CONFIG.json     CONFIG: see tests/test_vscode_ui.py
 
@@ -196,7 +197,22 @@ async function main() {
     await takeFirstHunk(page);
     record("applied from the clipboard");
 
-    // 7. a setting change restarts the server: copyedit.server.pythonPath, in the Settings editor
+    // 7. a selection in another editor (a chat answer's code block), applied to a file picked from
+    //    the open ones, accepted whole, saved
+    await openFile(page, "mean.py");
+    await openFile(page, "answer.md");
+    await goToLine(page, config.answerChange.line);
+    for (let i = 0; i < config.answerChange.lines; i++) await page.keyboard.press("Shift+ArrowDown");
+    await command(page, "copyedit: Apply Selection to File...");
+    await answer(page, "mean.py");
+    await reviewOpened(page);
+    await command(page, "copyedit: Accept Edit");
+    await reviewClosed(page);
+    await openFile(page, "mean.py");
+    await save(page);
+    record("applied from a selection");
+
+    // 8. a setting change restarts the server: copyedit.server.pythonPath, in the Settings editor
     //    (the server's command is set, so the same server starts again: a second start in its log;
     //    code-server lists this machine-overridable setting under its Remote tab)
     const starts = () => (readFileSync(config.serverLog, "utf8").match(/Language server initialized/g) ?? []).length;
