@@ -209,15 +209,13 @@ def _settings(args: argparse.Namespace, **values):
 
     remote = ("remote_url", "remote_model", "remote_engine", "remote_timeout", "remote_gens_per_request")
     given = {name: getattr(args, name) for name in remote if hasattr(args, name)}
-    values = {"backend": getattr(args, "backend", "local")} | given | values
+    model = {"model": args.model, "selector": args.selector, "apply_selector": args.apply_selector}
+    values = {"backend": getattr(args, "backend", "local")} | given | model | values
     return Settings(
-        model=args.model,
         n_ctx=args.n_ctx,
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
         batch_invariant=args.batch_invariant,
-        selector=args.selector,
-        apply_selector=args.apply_selector,
         **values,
     ).check()
 
@@ -226,6 +224,14 @@ def _open_editor(args: argparse.Namespace, **values):
     from .worker import open_editor
 
     return open_editor(_settings(args, **values), progress=True)
+
+
+def _open_runner(args: argparse.Namespace, runner: str):
+    """The editor a benchmark mode runs on (:func:`~copyedit_lsp.bench.apply.runner_of`): the model
+    the arguments name, the remote server, or another model with its shipped selectors."""
+    if runner in ("local", "remote"):
+        return _open_editor(args, backend=runner)
+    return _open_editor(args, model=runner, selector="default", apply_selector="default")
 
 
 def _read_text(path: str, what: str) -> str | None:
@@ -486,22 +492,21 @@ def cmd_bench_apply(args: argparse.Namespace) -> int:
 
     sets = _load_sources(args, seed=args.seed)
     modes = args.modes.split(",")
-    applier = _open_editor(args) if set(modes) & set(apply.LOCAL_MODES) else None
-    remote = _open_editor(args, backend="remote") if set(modes) & set(apply.REMOTE_MODES) else None
+    runners = dict.fromkeys(runner for mode in modes if (runner := apply.runner_of(mode)[0]) is not None)
+    appliers = {runner: _open_runner(args, runner) for runner in runners}
     result = apply.apply_benchmark(
         sets,
         forms=args.forms.split(","),
         modes=modes,
-        applier=applier,
-        remote=remote,
+        appliers=appliers,
         fallback=args.fallback,
         seed=args.seed or 0,
         progress=not args.json,
     )
-    result |= {"model": args.model if applier or remote else None, "limit": args.limit}
+    result |= {"model": args.model if appliers else None, "models": list(appliers), "limit": args.limit}
     paths = apply.write_outputs(result, Path(args.out), args.name)
-    backend = "+".join(kind for kind, used in (("local", applier), ("remote", remote)) if used)
-    _write_manifest(args, args.name, selector=applier is not None, task="apply", backend=backend)
+    backend = "+".join(kind for kind in ("local", "remote") if kind in appliers)
+    _write_manifest(args, args.name, selector="local" in appliers, task="apply", backend=backend)
     if args.json:
         print(json.dumps({name: data["summary"] for name, data in result["sets"].items()}, indent=2))
     else:
@@ -831,7 +836,8 @@ def _add_bench_apply_command(bench) -> None:
         "--modes",
         default="merge",
         help="comma-separated: merge, program, oracle, rewrite, lookup, remote-program, remote-oracle, "
-        "remote-rewrite (interleaved per item)",
+        "remote-rewrite, and MODE@MODEL: a local mode on another model with its shipped selectors "
+        "(interleaved per item)",
     )
     apply.add_argument(
         "--no-fallback",

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from copyedit_lsp.bench.apply import apply_benchmark, format_tables, summarize, write_outputs
+from copyedit_lsp.bench.apply import apply_benchmark, format_tables, runner_of, summarize, write_outputs
 from copyedit_lsp.bench.changes import Score, build_change, regions, score
 from copyedit_lsp.change import FORMS, ChangeError, change_form, is_marker, read_change
 from copyedit_lsp.datasets import EditItem
@@ -241,10 +241,23 @@ def test_bench_apply_scores_each_form_and_counts_a_refusal_as_a_miss(tmp_path):
     json_path, md_path, png_path = write_outputs(result, tmp_path, "apply")
     assert json_path.name == "apply.json.gz" and "| snippet/merge |" in md_path.read_text()
     assert png_path.read_bytes().startswith(b"\x89PNG")
-    with pytest.raises(ValueError, match="need a local model"):
+    with pytest.raises(ValueError, match="program needs a local model"):
         apply_benchmark({"files": items}, modes=("merge", "program"), progress=False)
-    with pytest.raises(ValueError, match="need a remote server"):
+    with pytest.raises(ValueError, match="remote-program needs a remote server"):
         apply_benchmark({"files": items}, modes=("remote-program",), progress=False)
+    with pytest.raises(ValueError, match="lookup@m needs the model m"):
+        apply_benchmark({"files": items}, modes=("lookup@m",), appliers={"local": None}, progress=False)
+    with pytest.raises(ValueError, match=r"unknown forms or modes \['merge@m', 'remote-program@m'\]"):
+        apply_benchmark({"files": items}, modes=("merge@m", "remote-program@m"), progress=False)
+
+
+def test_each_bench_apply_mode_names_who_runs_it():
+    assert [runner_of(mode) for mode in ("merge", "oracle", "remote-rewrite", "program@qwen2.5-coder-1.5b")] == [
+        (None, "merge"),
+        ("local", "oracle"),
+        ("remote", "rewrite"),
+        ("qwen2.5-coder-1.5b", "program"),
+    ]
 
 
 def test_bench_apply_sets_a_remote_mode_beside_its_local_one():

@@ -9,7 +9,9 @@ costs); ``rewrite``, the base model writing the merged file out given the change
 does); ``lookup``, that rewrite with prompt lookup over the file and the change (the local
 analogue of Predicted Outputs); ``remote-program``, ``remote-oracle`` and ``remote-rewrite``, those
 modes on a completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), each beside its local
-mode: the same program and text, change by change.  Rewrite and lookup are scored as they come, unguarded. A
+mode: the same program and text, change by change; ``MODE@MODEL`` (``program@qwen2.5-coder-1.5b``),
+a local mode on another model with its shipped selectors, so two models are timed interleaved.
+Rewrite and lookup are scored as they come, unguarded. A
 refusal counts as a miss, never as lost code.  Every model mode starts from an empty KV cache
 (as an apply in the server does: no prefix of its prompt is kept warm), so none is timed on the
 prompt the mode before it evaluated.
@@ -22,7 +24,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,28 +49,45 @@ REMOTE_MODES = ("remote-program", "remote-oracle", "remote-rewrite")
 MODES = ("merge", *LOCAL_MODES, *REMOTE_MODES)
 
 
+def runner_of(mode: str) -> tuple[str | None, str]:
+    """Who runs ``mode`` and the mode it runs: ``("local", "program")``, ``("remote", "program")``
+    for ``remote-program``, ``("qwen2.5-coder-1.5b", "program")`` for ``program@qwen2.5-coder-1.5b``;
+    None for the merge (no model)."""
+    if "@" in mode:
+        local, model = mode.split("@", 1)
+        return model, local
+    if mode in REMOTE_MODES:
+        return "remote", mode.removeprefix("remote-")
+    return (None if mode == "merge" else "local"), mode
+
+
 def apply_benchmark(
     sets: dict[str, list[EditItem]],
     *,
     forms: Sequence[str] = FORMS,
     modes: Sequence[str] = ("merge",),
-    applier: Editor | None = None,
-    remote: Editor | None = None,
+    appliers: Mapping[str, Editor] | None = None,
     fallback: bool = True,
     seed: int = 0,
     progress: bool = True,
 ) -> dict:
     """Every item of ``sets`` as a change of each form (drawn by ``seed`` and the item), merged by
-    each mode in turn (``applier`` runs the local model's, ``remote`` the remote modes; without
-    ``fallback``, program mode without an apply selector is the base model's program); rows and
-    a summary per set."""
-    unknown = (set(forms) - set(FORMS)) | (set(modes) - set(MODES))
+    each mode in turn, run by ``appliers`` (:func:`runner_of`: ``local``, ``remote`` or a model's
+    name; without ``fallback``, program mode without an apply selector is the base model's
+    program); rows and a summary per set."""
+    unknown = set(forms) - set(FORMS) | {mode for mode in modes if mode.split("@")[0] not in MODES}
+    unknown |= {mode for mode in modes if "@" in mode and mode.split("@")[0] not in LOCAL_MODES}
     if unknown:
-        raise ValueError(f"unknown forms or modes {sorted(unknown)}; choose from {list(FORMS)} and {list(MODES)}")
-    for needed, runner, what in ((LOCAL_MODES, applier, "a local model"), (REMOTE_MODES, remote, "a remote server")):
-        if runner is None and set(modes) & set(needed):
-            raise ValueError(f"the modes {', '.join(needed)} need {what}")
-    appliers = {"local": applier, "remote": remote}
+        raise ValueError(
+            f"unknown forms or modes {sorted(unknown)}; choose from {list(FORMS)} and {list(MODES)} "
+            f"({', '.join(LOCAL_MODES)} also as MODE@MODEL)"
+        )
+    appliers = appliers or {}
+    for mode in modes:
+        runner = runner_of(mode)[0]
+        if runner is not None and runner not in appliers:
+            what = {"local": "a local model", "remote": "a remote server"}.get(runner, f"the model {runner}")
+            raise ValueError(f"the mode {mode} needs {what}")
     result: dict = {"modes": list(modes), "forms": list(forms), "seed": seed, "fallback": fallback, "sets": {}}
     total = sum(len(items) for items in sets.values()) * len(forms) * len(modes)
     with tqdm(total=total, desc="bench apply", unit=" changes", file=sys.stderr, disable=not progress) as bar:
@@ -84,17 +103,16 @@ def apply_benchmark(
 
 
 def _merged(
-    item: EditItem, change: Change, mode: str, appliers: dict[str, Editor | None], fallback: bool
+    item: EditItem, change: Change, mode: str, appliers: Mapping[str, Editor], fallback: bool
 ) -> tuple[str | None, tuple[str, ...], dict]:
     """What ``mode`` makes of ``change``: the text offered (None: refused), the parts it did not
     place, and the model's figures."""
-    if mode == "merge":
+    runner, mode = runner_of(mode)
+    if runner is None:
         merged = merge(item.before, change)
         offered = merged.text if merged.program is not None and not merged.unplaced else None
         return offered, merged.unplaced, {}
-    applier = appliers["remote" if mode in REMOTE_MODES else "local"]
-    mode = mode.removeprefix("remote-")
-    assert applier is not None
+    applier = appliers[runner]
     if hasattr(applier, "forget"):  # the local decoder's KV cache (a server keeps its own)
         applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
     options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language, fallback=fallback)
@@ -127,9 +145,7 @@ def _figures(result: EditResult) -> dict:
     }
 
 
-def _measure(
-    item: EditItem, form: str, mode: str, appliers: dict[str, Editor | None], fallback: bool, seed: int
-) -> dict:
+def _measure(item: EditItem, form: str, mode: str, appliers: Mapping[str, Editor], fallback: bool, seed: int) -> dict:
     """One item's change of ``form``, merged by ``mode``, scored and tested."""
     built = build_change(item.before, item.after, form, item.language, random.Random(f"{seed}/{item.id}/{form}"))
     change = read_change(built.text, form)
@@ -219,7 +235,7 @@ def format_tables(result: dict) -> str:
             n = entry["changes"]
             hard = ", ".join(f"{kind} {exact}/{count}" for kind, (exact, count) in entry["hard"].items()) or "-"
             speed = f"{entry['speed_over_rewrite']:.2f}x" if entry.get("speed_over_rewrite") else "-"
-            shortcut = f"{entry['shortcut']}/{n}" if key.endswith("/program") else "-"
+            shortcut = f"{entry['shortcut']}/{n}" if runner_of(key.split("/", 1)[1])[1] == "program" else "-"
             rows.append(
                 [key, f"{entry['applied']}/{n}", f"{entry['exact']}/{n}", f"{entry['passed']}/{n}", entry["lines_lost"],
                  entry["change_dropped"], entry["invented"], f"{1000 * entry['median_seconds']:.1f} ms", speed,
