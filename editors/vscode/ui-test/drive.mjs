@@ -208,8 +208,8 @@ async function main() {
     await reviewOpened(page);
     await command(page, "copyedit: Accept Edit");
     await reviewClosed(page);
-    await openFile(page, "mean.py");
-    await save(page);
+    await command(page, "File: Save All"); // mean.py, not active: no tab to bring back first
+    await page.waitForTimeout(500);
     record("applied from a selection");
 
     // 8. a setting change restarts the server: copyedit.server.pythonPath, in the Settings editor
