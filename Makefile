@@ -54,7 +54,8 @@ $(LLAMA_EXACT)/.built: | $(STAMP)
 # from pip's wheel cache; their libraries replaced).
 EXACT := .venv-exact
 
-.PHONY: demo test setup train models neovim vscode vscode-ui ui-packages exact lint check bench-npm llama-server vllm
+.PHONY: demo test setup train models neovim vscode vscode-ui ui-packages exact lint check bench-npm llama-server vllm \
+	gpu-sources llama-cuda test-gpu
 
 setup: $(STAMP)
 
@@ -149,6 +150,24 @@ $(VLLM_ENV)/.built:
 	$(VLLM_ENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
+# GPU (docs/gpu.md). The pinned llama-cpp-python's sources a CUDA build needs, trimmed to travel to
+# a bare GPU machine with the tree (gpu/sources.sh); llama.cpp built with CUDA from them for this
+# machine's GPU or for CUDA_ARCH (90: H100 and H200), which .venv's bindings load through
+# LLAMA_CPP_LIB_PATH; the GPU tests, which `make test` leaves out (CI has no GPU).
+GPU_SOURCES := .gpu/llama-cpp-python.tar.xz
+LLAMA_CUDA := .gpu/cuda
+CUDA_ARCH ?= native
+gpu-sources: $(GPU_SOURCES)
+
+$(GPU_SOURCES): pyproject.toml gpu/sources.sh | $(STAMP)
+	gpu/sources.sh $(BIN)/python '$(LLAMA_CPP_PIN)' $@
+
+llama-cuda: $(GPU_SOURCES)
+	CUDA_ARCH=$(CUDA_ARCH) gpu/build-llama.sh $(GPU_SOURCES) $(LLAMA_CUDA)
+
+test-gpu: llama-cuda models
+	LLAMA_CPP_LIB_PATH=$(CURDIR)/$(LLAMA_CUDA)/lib $(BIN)/python -m pytest -v -p no:cacheprovider -m gpu
+
 demo: setup
 	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
@@ -173,9 +192,9 @@ lint: setup $(LINT_NPM_STAMP)
 
 # The inner loop: lint, types and every test that needs no model and starts no server.
 check: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not model and not server"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not model and not server and not gpu"
 
 # Every test runs: a skip fails the run (COPYEDIT_NO_SKIP), each test has pytest-timeout's limit
 # (pyproject.toml), and the slowest are listed.
 test: lint models train neovim vscode vscode-ui exact bench-npm llama-server vllm
-	COPYEDIT_NO_SKIP=1 $(BIN)/python -m pytest -v -p no:cacheprovider --durations=15
+	COPYEDIT_NO_SKIP=1 $(BIN)/python -m pytest -v -p no:cacheprovider --durations=15 -m "not gpu"

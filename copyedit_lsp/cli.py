@@ -128,7 +128,9 @@ def cmd_model(args: argparse.Namespace) -> int:
         ]
         print(markdown_table(["model", "bytes", "verified", "path"], rows))
         return 0
-    for name in args.names or [models.DEFAULT_MODEL]:
+    from .edit import DEFAULT_MODEL
+
+    for name in args.names or [DEFAULT_MODEL]:
         if args.action == "fetch":
             print(models.fetch(name, progress=True, force=args.force))
         elif args.action == "hf":
@@ -221,9 +223,12 @@ def _settings(args: argparse.Namespace, **values):
 
 
 def _open_editor(args: argparse.Namespace, **values):
+    """The editor the arguments name, saying on stderr which model runs and where."""
     from .worker import open_editor
 
-    return open_editor(_settings(args, **values), progress=True)
+    editor = open_editor(_settings(args, **values), progress=True)
+    print(f"copyedit: {editor.device}", file=sys.stderr)
+    return editor
 
 
 def _open_runner(args: argparse.Namespace, runner: str):

@@ -116,10 +116,22 @@ class Settings:
         schema={"minimum": 0},
     )
     n_threads: int | None = setting(
-        None, "CPU threads for the model; unset: every core", vscode="threads", schema={"minimum": 1}
+        None,
+        "CPU threads for the model; unset: every core",
+        detail="CPU threads for what runs on the CPU: every layer without a GPU, the layers `nGpuLayers` "
+        "leaves on the CPU with one. With every layer on a GPU they matter little.",
+        vscode="threads",
+        schema={"minimum": 1},
     )
     n_gpu_layers: int = setting(
-        0, "model layers offloaded to a GPU (-1: all, 0: none)", vscode="gpuLayers", schema={"minimum": -1}
+        0,
+        "model layers offloaded to a GPU (-1: all, 0: none)",
+        detail="Layers llama.cpp runs on a GPU, from the first; -1 (or more than the model has) puts every "
+        "layer and the output layer there, with flash attention on. Needs llama.cpp built with CUDA "
+        "(`make llama-cuda`, docs/gpu.md); on a build without a GPU the model runs on the CPU and says so "
+        "when it loads.",
+        vscode="gpuLayers",
+        schema={"minimum": -1},
     )
     batch_invariant: bool = setting(
         False,

@@ -158,6 +158,11 @@ class Decoder:
                 raise
         return cls(llama, selector=chosen, apply_selector=applying)
 
+    @property
+    def device(self) -> str:
+        """Where the model runs (:attr:`~copyedit_lsp.llama_model.LlamaModel.device`)."""
+        return f"{self.llama.path.name} on {self.llama.device}"
+
     def close(self) -> None:
         """Free the model."""
         self.llama.close()

@@ -221,6 +221,11 @@ ProgressCallback = Callable[[EditProgress], None]
 class Editor(Protocol):
     """What edits text: the local decoder and the remote one."""
 
+    @property
+    def device(self) -> str:
+        """Which model runs the edits, and where (said when it loads)."""
+        ...
+
     def warm(self, options: EditOptions) -> None:
         """Have the model's cache hold the fixed prompt prefix of edits with ``options`` (the
         system prompt and examples) and nothing of an earlier edit after it."""

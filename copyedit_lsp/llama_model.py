@@ -69,6 +69,27 @@ def llama_system_info() -> str:
     return llama_cpp.llama_print_system_info().decode()
 
 
+_GPU_DEVICE_TYPES = (1, 2)  # ggml_backend_dev_type: GPU, integrated GPU
+
+
+def gpu_names() -> list[str]:
+    """The GPUs llama.cpp's build can offload to (ggml's backend devices), by description."""
+    from llama_cpp import llama_cpp as C
+
+    lib = C._lib  # ggml's device registry, reached through libllama (not bound by llama-cpp-python)
+    lib.ggml_backend_dev_get.restype = ctypes.c_void_p
+    lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+    lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_dev_description.restype = ctypes.c_char_p
+    lib.ggml_backend_dev_description.argtypes = [ctypes.c_void_p]
+    devices = [lib.ggml_backend_dev_get(i) for i in range(lib.ggml_backend_dev_count())]
+    return [
+        lib.ggml_backend_dev_description(d).decode()
+        for d in devices
+        if lib.ggml_backend_dev_type(d) in _GPU_DEVICE_TYPES
+    ]
+
+
 @contextlib.contextmanager
 def _model_params(**values):
     """Set fields of the model params that ``llama_cpp.Llama`` builds but does not expose."""
@@ -122,6 +143,7 @@ class LlamaModel:
             _require_batch_invariance()
         self._C = C
         self.path = path
+        self.n_gpu_layers = n_gpu_layers
         self._load = functools.partial(
             _load_llama,
             path,
@@ -232,6 +254,29 @@ class LlamaModel:
     @property
     def metadata(self) -> dict[str, str]:
         return self.llama.metadata
+
+    def kernel_facts(self) -> dict:
+        """What a kernel benchmark's result records of the model and where it ran."""
+        return {
+            "model": self.path.stem,
+            "device": self.device,
+            "n_threads": self.llama.n_threads,
+            "n_batch": self.n_batch,
+            "n_ubatch": self.llama.context_params.n_ubatch,
+        }
+
+    @functools.cached_property
+    def device(self) -> str:
+        """Where the model runs: ``CPU, 2 threads`` or ``GPU NVIDIA H100 ..., 25 of 25 layers``
+        (llama.cpp offloads the repeating layers and then the output layer)."""
+        layers = self._C.llama_model_n_layer(self.llama.model) + 1
+        gpus = gpu_names() if self._C.llama_supports_gpu_offload() else []
+        offloaded = min(layers if self.n_gpu_layers < 0 else self.n_gpu_layers, layers) if gpus else 0
+        cpu = f"CPU, {self.llama.n_threads} threads"
+        if not offloaded:
+            return cpu + (f" (nGpuLayers {self.n_gpu_layers}: this llama.cpp has no GPU)" if self.n_gpu_layers else "")
+        where = f"GPU {', '.join(gpus)}, {offloaded} of {layers} layers"
+        return where if offloaded == layers else f"{where}, the rest on {cpu}"
 
     def is_end_of_generation(self, token: int) -> bool:
         """Whether ``token`` ends the model's turn (EOS, ``<|im_end|>``, ...)."""
@@ -432,6 +477,7 @@ def _load_llama(
     import llama_cpp
 
     threads = n_threads or max(1, os.cpu_count() or 1)
+    offload = n_gpu_layers != 0 and llama_cpp.llama_supports_gpu_offload()
     try:
         with _quiet_stderr(), _model_params(use_extra_bufts=not batch_invariant):
             return llama_cpp.Llama(
@@ -443,7 +489,9 @@ def _load_llama(
                 n_batch=n_batch,
                 n_ubatch=min(n_ubatch, n_batch),
                 logits_all=False,
-                flash_attn=False,  # llama.cpp's CPU flash attention tiles batches: not batch-invariant
+                # llama.cpp's CPU flash attention tiles batches (not batch-invariant); on a GPU it is
+                # the fast attention kernel
+                flash_attn=offload and not batch_invariant,
                 # verbose=False would redirect the process's stdout to /dev/null while loading,
                 # which loses an LSP server's replies; only stderr is silenced (above).
                 verbose=True,

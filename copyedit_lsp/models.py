@@ -24,8 +24,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .edit import DEFAULT_MODEL
-
 _CHUNK = 8 * 1024 * 1024
 _GGUF_MAGIC = b"GGUF"
 _GGUF_VERSIONS = (2, 3)
@@ -424,6 +422,8 @@ def hf_folder(name: str, *, progress: bool = False) -> Path:
 
 def list_models() -> list[dict]:
     """One dict per known model: name, filename, size, sha256, path, verified, default."""
+    from .edit import DEFAULT_MODEL  # here, so that loading a model does not import the editor
+
     return [
         {
             "name": spec.name,

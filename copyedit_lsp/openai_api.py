@@ -270,6 +270,7 @@ def serve(settings: Settings, options: ServeOptions) -> int:
     if options.host not in ("127.0.0.1", "localhost", "::1") and options.api_key is None:
         print(f"copyedit serve: listening on {options.host} without an API key", file=sys.stderr)
     app = build_app(ApplyService(settings, worker, options))
+    print(f"copyedit serve: {worker.device}", file=sys.stderr)
     print(f"copyedit serve: http://{options.host}:{options.port}/v1 (apply requests)", file=sys.stderr, flush=True)
     try:
         uvicorn.run(app, host=options.host, port=options.port, log_level="warning")

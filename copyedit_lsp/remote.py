@@ -340,6 +340,11 @@ class RemoteDecoder:
         remote.model = endpoint.model or models[0]
         return remote
 
+    @property
+    def device(self) -> str:
+        """The server and the model it runs the edits on."""
+        return f"{self.model} at {self.completions.endpoint.url}"
+
     def close(self) -> None:
         self.completions.close()
 

@@ -97,12 +97,15 @@ def _load_model(ls: CopyeditServer) -> None:
 
     def done(error: Exception | None) -> None:
         def report() -> None:
+            ready = f"model ready: {ls.worker.device}"
             if progress:
                 ls.work_done_progress.end(
-                    token, types.WorkDoneProgressEnd(message="model failed to load" if error else "model ready")
+                    token, types.WorkDoneProgressEnd(message="model failed to load" if error else ready)
                 )
             if error is not None:
                 _notify(ls, f"the model could not be loaded: {error}", types.MessageType.Error)
+            else:
+                ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=f"copyedit: {ready}"))
 
         loop.call_soon_threadsafe(report)
 

@@ -148,6 +148,11 @@ class Worker:
 
         return await asyncio.wrap_future(self._executor.submit(work))
 
+    @property
+    def device(self) -> str | None:
+        """Which model runs the edits and where, once loaded (:attr:`~copyedit_lsp.edit.Editor.device`)."""
+        return self._decoder.device if self._decoder is not None else None
+
     def _ready(self, settings: Settings) -> Editor:
         """The decoder, on the worker thread; the load's error if it failed (a remote server that
         was down is connected to again first)."""

