@@ -458,6 +458,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(_settings(args), options)
 
 
+def cmd_bench_paper_kernel(args: argparse.Namespace) -> int:
+    """``copyedit bench paper-kernel``: the paper's kernel experiment on random Qwen2.5 shapes
+    (``python -m copyedit_lsp.bench.paper_kernel`` where copyedit is not installed)."""
+    from .bench import paper_kernel
+
+    return paper_kernel.run(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``copyedit demo``: one real edit through the real language server (nothing is written)."""
     from .demo import main as demo
@@ -860,9 +868,9 @@ def _add_bench_apply_command(bench) -> None:
     apply.set_defaults(func=cmd_bench_apply)
 
 
-def _add_bench_commands(bench) -> None:
-    """``bench kernel``, ``edits``, ``apply``, ``check-gold``, ``formats``, ``lsp`` and ``index``."""
-    from .edit import DEFAULT_MODEL
+def _add_bench_kernels(bench) -> None:
+    """``bench kernel`` and ``bench paper-kernel``."""
+    from .bench import paper_kernel
 
     kernel = bench.add_parser("kernel", help="splice (one batched eval) vs decode (one eval per token)")
     _add_model_arguments(kernel)
@@ -872,6 +880,19 @@ def _add_bench_commands(bench) -> None:
     kernel.add_argument("--json", action="store_true")
     kernel.set_defaults(func=cmd_bench_kernel)
 
+    paper = bench.add_parser(
+        "paper-kernel",
+        help="the paper's kernel experiment on random Qwen2.5 shapes, transformers then llama.cpp (docs/gpu.md)",
+    )
+    paper_kernel.add_arguments(paper)
+    paper.set_defaults(func=cmd_bench_paper_kernel)
+
+
+def _add_bench_commands(bench) -> None:
+    """``bench kernel``, ``paper-kernel``, ``edits``, ``apply``, ``check-gold``, ``formats``, ``lsp`` and ``index``."""
+    from .edit import DEFAULT_MODEL
+
+    _add_bench_kernels(bench)
     _add_bench_edits(bench)
 
     gold = bench.add_parser(

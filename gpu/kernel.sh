@@ -24,7 +24,7 @@ build() {
     echo "exit $? after $((SECONDS - started)) s" > "$out/build.done"
 }
 cores=$(nproc)
-if [ "$cores" -ge 8 ]; then  # the build beside the transformers phase, on other cores
+if [ "$cores" -ge 8 ] && command -v taskset > /dev/null; then  # the build beside the transformers phase
     log "llama.cpp build (CUDA ${CUDA:-ON}, sm_${arch:-native}) on cores 2-$((cores - 1)), log in build.log"
     build env JOBS=$((cores - 2)) taskset -c "2-$((cores - 1))" &
     log "transformers phase on cores 0-1"

@@ -9,7 +9,7 @@ import platform
 import shlex
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..models import MODELS, ModelError, resolve_model, sha256_file
@@ -27,7 +27,7 @@ def run_manifest(
     a ``backend`` without "local" loads no selector)."""
     return {
         "command": shlex.join(["copyedit", *sys.argv[1:]]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017 (a GPU machine's Python 3.10)
         "commit": commit(),
         "machine": machine(),
         "llama_cpp": llama_cpp_build(),

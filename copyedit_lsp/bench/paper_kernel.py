@@ -30,6 +30,7 @@ from .manifest import run_manifest, write_manifest
 from .random_model import SHAPES, Shape, transformers_config, write_gguf
 
 PHASES = ("transformers", "llama-cpp")
+PROG = "python -m copyedit_lsp.bench.paper_kernel"  # where copyedit is not installed (a bare GPU machine)
 SPANS = (8, 32, 128, 512)
 PAPER = "6.8x-303x: Qwen2.5 1.5B and 7B, transformers on an A100, spans of 8 to 512 tokens"
 
@@ -215,8 +216,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", action="store_true", help="only draw the pngs of --out's json files")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Every phase over every shape, writing as it goes; 1 if any shape failed."""
+def run(args: argparse.Namespace, command: str | None = None) -> int:
+    """Every phase over every shape, writing as it goes; 1 if any shape failed. ``command``: the
+    manifests' (by default ``copyedit`` and this process's arguments)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.plot:
@@ -227,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     with tempfile.TemporaryDirectory(prefix="paper-kernel-") as folder:
         for phase in args.phases:
-            write_manifest(phase_manifest(phase, args), out, phase)
+            write_manifest(phase_manifest(phase, args, command), out, phase)
             results: list[dict] = []
             for name in args.shapes:
                 print(f"{time.strftime('%H:%M:%S')} {phase} {name}", file=sys.stderr, flush=True)
@@ -242,11 +244,12 @@ def run(args: argparse.Namespace) -> int:
     return int(failed)
 
 
-def phase_manifest(phase: str, args: argparse.Namespace) -> dict:
+def phase_manifest(phase: str, args: argparse.Namespace, command: str | None) -> dict:
     """The run's manifest (:mod:`~copyedit_lsp.bench.manifest`) with the phase's engine: torch,
     transformers and the GPU, or the llama.cpp build."""
     manifest = run_manifest(model=None, selector=None, threads=args.threads)
-    manifest["command"] = shlex.join(["python", "-m", "copyedit_lsp.bench.paper_kernel", *args.argv])
+    if command:
+        manifest["command"] = command
     if phase == "transformers":
         import torch
         import transformers
@@ -257,11 +260,10 @@ def phase_manifest(phase: str, args: argparse.Namespace) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m copyedit_lsp.bench.paper_kernel", description=__doc__)
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
-    return run(args)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    return run(parser.parse_args(arguments), shlex.join([*PROG.split(), *arguments]))
 
 
 if __name__ == "__main__":
