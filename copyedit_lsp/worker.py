@@ -59,6 +59,8 @@ class Worker:
         self._decoder: Editor | None = None
         self._keys: tuple | None = None
         self._load_error: Exception | None = None
+        # which model runs the edits and where (Editor.device), read on the worker thread at load
+        self.device: str | None = None
         self.running: set[threading.Event] = set()  # stop flags of queued and running edits
 
     def load(self, settings: Settings, on_done: Callable[[Exception | None], None] | None = None) -> Future:
@@ -76,10 +78,11 @@ class Worker:
     def _open(self, settings: Settings) -> None:
         if self._decoder is not None:
             self._decoder.close()
-            self._decoder = None
+            self._decoder = self.device = None
         self._keys = settings.model_keys
         try:
             self._decoder = open_editor(settings)
+            self.device = self._decoder.device
             self._load_error = None
         except Exception as error:  # reported to the user by every edit until fixed
             self._load_error = error
@@ -147,11 +150,6 @@ class Worker:
             return self._ready(settings).choose(source, instruction, language, names)
 
         return await asyncio.wrap_future(self._executor.submit(work))
-
-    @property
-    def device(self) -> str | None:
-        """Which model runs the edits and where, once loaded (:attr:`~copyedit_lsp.edit.Editor.device`)."""
-        return self._decoder.device if self._decoder is not None else None
 
     def _ready(self, settings: Settings) -> Editor:
         """The decoder, on the worker thread; the load's error if it failed (a remote server that
