@@ -10,7 +10,7 @@ set -euo pipefail
 archive=$1 dest=$2
 cuda=${CUDA:-ON} arch=${CUDA_ARCH:-native} jobs=${JOBS:-$(nproc)}
 rm -rf "$dest" && mkdir -p "$dest/src"
-tar xJf "$archive" -C "$dest/src"
+"${PYTHON:-python3}" -m tarfile -e "$archive" "$dest/src"  # Python's lzma: no xz binary needed
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 eval "extra=(${CMAKE_ARGS:-})"  # the Makefile's flags for this CPU (quoted words)

@@ -38,6 +38,7 @@ def test_rows_in_order_with_consistent_positive_numbers(run):
         assert row["merge_saving"] == pytest.approx(row["unmerged_s"] / row["splice_s"])
         assert row["verify_speedup"] == pytest.approx(row["decode_s"] / row["verify_s"])
     assert result["prefix_tokens"] == PREFIX and result["n_threads"] == 2
+    assert result["device"] == "CPU, 2 threads" and result["model"] == "smollm2-135m"
     assert result["ceiling"] > 0
     assert result["speedup_at_max"] == result["rows"][-1]["speedup"]
     assert result["fraction_of_ceiling"] == pytest.approx(result["speedup_at_max"] / result["ceiling"])

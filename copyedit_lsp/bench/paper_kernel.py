@@ -6,8 +6,8 @@ Copying a span of S tokens by one batched forward pass against decoding it one t
 paper's kind of setup: no build, a ``Qwen2ForCausalLM`` built with random weights), then through
 llama.cpp (a random GGUF of the shipped files' types). Each phase writes ``<phase>.json``,
 ``<phase>.md`` and ``<phase>.png`` under ``--out`` after every shape (and its manifest first), so a
-run cut short still leaves what it measured. Needs numpy, torch and transformers for the first phase, llama-cpp-python
-and ``gguf`` for the second; nothing of the editor, and no download.
+run cut short still leaves what it measured. Needs numpy, torch and transformers for the first
+phase, llama-cpp-python and ``gguf`` for the second; nothing of the editor, and no download.
 """
 
 from __future__ import annotations
