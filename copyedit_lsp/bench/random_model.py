@@ -50,8 +50,8 @@ SHAPES = {
     )
 }
 
-# Bytes of one block and the offsets of its fp16 scales (ggml-common.h), for each type written.
-_BLOCKS = {"Q8_0": (34, (0,)), "Q5_0": (22, (0,)), "Q4_K": (144, (0, 2)), "Q6_K": (210, (208,))}
+# The byte offsets of a block's fp16 scales (ggml-common.h), for each type written.
+_SCALES = {"Q8_0": (0,), "Q5_0": (0,), "Q4_K": (0, 2), "Q6_K": (208,)}
 _FALLBACK = {"Q4_K": "Q5_0", "Q6_K": "Q8_0"}  # for rows that are not a multiple of 256 values
 
 
@@ -106,10 +106,8 @@ def _random_blocks(rng: np.random.Generator, rows: int, row: int, kind: str) -> 
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
     values, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[kind]]
-    size, scales = _BLOCKS[kind]
-    assert size == block_bytes
-    blocks = rng.integers(0, 256, size=(rows * row // values, size), dtype=np.uint8)
-    for offset in scales:
+    blocks = rng.integers(0, 256, size=(rows * row // values, block_bytes), dtype=np.uint8)
+    for offset in _SCALES[kind]:
         blocks[:, offset : offset + 2] = np.frombuffer(np.float16(2**-10).tobytes(), dtype=np.uint8)
     return blocks.reshape(rows, -1)
 
