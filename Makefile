@@ -84,7 +84,7 @@ $(EXACT)/.installed: pyproject.toml $(LLAMA_EXACT)/.built | $(STAMP)
 	touch $@
 
 models: setup
-	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b smollm2-135m
+	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b qwen2.5-coder-1.5b smollm2-135m
 
 neovim:
 	command -v nvim >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim; }

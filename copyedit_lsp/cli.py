@@ -47,6 +47,12 @@ def _add_source_arguments(parser: argparse.ArgumentParser, default: Sequence[str
         )
     parser.add_argument("--language", default="python", help="language of the items of a JSONL path")
     parser.add_argument("--limit", type=int, help="read at most this many items per source")
+    parser.add_argument(
+        "--split",
+        choices=["dev", "report"],
+        help="one split of each set: dev, every 5th item from the first (where prompt designs are "
+        "chosen), or report, the rest",
+    )
 
 
 def _load_sources(args: argparse.Namespace, seed: int | None = None) -> dict[str, list]:
@@ -55,7 +61,13 @@ def _load_sources(args: argparse.Namespace, seed: int | None = None) -> dict[str
     fields = {name: value for name in FIELDS if (value := getattr(args, f"{name}_field")) is not None}
     return {
         source: load_items(
-            source, format=args.format, fields=fields, language=args.language, limit=args.limit, seed=seed
+            source,
+            format=args.format,
+            fields=fields,
+            language=args.language,
+            limit=args.limit,
+            seed=seed,
+            split=args.split,
         )
         for source in args.sources
     }
@@ -297,9 +309,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
         progress(EditProgress(result.stats))
     edited = head + result.text + tail
     _print_edit(path.name, text, edited, result, as_json=args.json)
-    if refused := _refused(args, result):
+    if refused := _refused(args, result, text, edited):
         return refused
-    if args.write and edited != text:
+    if args.write:
         path.write_text(edited, encoding="utf-8", newline="")
     return 0
 
@@ -339,17 +351,18 @@ def _apply_change(args: argparse.Namespace) -> int:
         rest = " (--partial takes the rest)" if applied.unplaced and not applied.invented else ""
         print(f"copyedit: {reason}; nothing was written{rest}", file=sys.stderr)
         return 5
-    if refused := _refused(args, result):
+    if refused := _refused(args, result, text, result.text):
         return refused
-    if args.write and result.text != text:
+    if args.write:
         Path(args.file).write_text(result.text, encoding="utf-8", newline="")
     return 0
 
 
-def _refused(args: argparse.Namespace, result) -> int:
-    """The exit status of a result not to be written (3: cut short, 4: it loses code), said on stderr; else 0."""
+def _refused(args: argparse.Namespace, result, text: str, edited: str) -> int:
+    """The exit status of a result ``edited`` of ``text`` not to be written (3: cut short, 4: it
+    loses code, 6: it changes nothing), said on stderr; else 0."""
     from .edit import CUTS
-    from .region import loss_refusal
+    from .region import UNCHANGED, loss_refusal
 
     if result.cut is not None and not args.allow_incomplete:
         print(
@@ -361,6 +374,9 @@ def _refused(args: argparse.Namespace, result) -> int:
     if result.loss is not None and not args.allow_loss:
         print(f"copyedit: {loss_refusal(result.loss)}; nothing was written (--allow-loss takes it)", file=sys.stderr)
         return 4
+    if edited == text:
+        print(f"copyedit: {UNCHANGED}", file=sys.stderr)
+        return 6
     return 0
 
 
@@ -547,6 +563,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
         remote=remote,
         ordered=not args.unordered,
         examples=args.examples,
+        layout=args.layout,
         timeout=args.timeout,
         log=log,
         narrow=not args.whole_file,
@@ -962,6 +979,12 @@ def _add_bench_edits(bench) -> None:
         default=None,
         help="the prompt's few-shot examples (default: the selector's set in program modes, else default)",
     )
+    edits.add_argument(
+        "--layout",
+        type=_layout,
+        help="the prompt's layout, comma-separated parts: code-first or instruction-first, the system "
+        "text (plain or first), fence or nofence (default: the decoder's choice for the mode)",
+    )
     edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
     edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
     edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
@@ -973,6 +996,16 @@ def _add_bench_edits(bench) -> None:
     )
     edits.add_argument("--json", action="store_true")
     edits.set_defaults(func=cmd_bench_edits)
+
+
+def _layout(text: str):
+    """``--layout``'s value as a :class:`~copyedit_lsp.prompt.Layout`."""
+    from .prompt import Layout
+
+    try:
+        return Layout.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _kind_counts(text: str) -> tuple[tuple[str, int], ...]:

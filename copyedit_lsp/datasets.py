@@ -136,6 +136,17 @@ def _instruction(record: dict, preset_name: str) -> str:
     return "Fix the bug in this program."
 
 
+# A set's development split: every DEV_EVERY-th item from the first (the rest is the report split).
+# Prompt designs are chosen on the development split, measured on both (SPLITS).
+DEV_EVERY = 5
+SPLITS = ("dev", "report")
+
+
+def in_split(index: int, split: str | None) -> bool:
+    """Whether the set's ``index``-th item (0-based, in file order) is in ``split`` (None: every item)."""
+    return split is None or (index % DEV_EVERY == 0) == (split == "dev")
+
+
 def load_items(
     source: str,
     *,
@@ -144,13 +155,15 @@ def load_items(
     language: str = "python",
     limit: int | None = None,
     seed: int | None = None,
+    split: str | None = None,
 ) -> list[EditItem]:
     """Read edits from a preset name or a JSONL path laid out as ``format``, with ``fields`` overriding names.
 
-    ``limit`` keeps the first items, or with ``seed`` the first of the items shuffled by that seed.
+    ``split`` keeps one of :data:`SPLITS` (in file order, before anything else); ``limit`` keeps
+    the first items, or with ``seed`` the first of the items shuffled by that seed.
     A :data:`WHOLE_FILES` name gives that preset's items as whole-file edits."""
     if source in WHOLE_FILES:
-        items = whole_files(load_items(WHOLE_FILES[source]))
+        items = [item for i, item in enumerate(whole_files(load_items(WHOLE_FILES[source]))) if in_split(i, split)]
         if seed is not None:
             random.Random(seed).shuffle(items)
         return items[:limit]
@@ -159,26 +172,26 @@ def load_items(
     names = preset.fields if preset else FORMATS[format] | (fields or {})
     items = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            try:
-                items.append(
-                    EditItem(
-                        id=_field(record, names["id"]) or str(number),
-                        before=_field(record, names["before"], required=True),
-                        after=_field(record, names["after"], required=True),
-                        instruction=_instruction(record, source) if preset else _field(record, names["instruction"]),
-                        language=preset.language if preset else language,
-                        test=_field(record, names["test"]) if names.get("test") else "",
-                        context=_field(record, names["context"]) if names.get("context") else "",
-                    )
+        numbered = [(number, json.loads(line)) for number, line in enumerate(handle, 1) if line.strip()]
+    for index, (number, record) in enumerate(numbered):
+        if not in_split(index, split):
+            continue
+        try:
+            items.append(
+                EditItem(
+                    id=_field(record, names["id"]) or str(number),
+                    before=_field(record, names["before"], required=True),
+                    after=_field(record, names["after"], required=True),
+                    instruction=_instruction(record, source) if preset else _field(record, names["instruction"]),
+                    language=preset.language if preset else language,
+                    test=_field(record, names["test"]) if names.get("test") else "",
+                    context=_field(record, names["context"]) if names.get("context") else "",
                 )
-            except KeyError as error:
-                raise ValueError(f"{path}, line {number}: {error.args[0]}") from None
-            if seed is None and limit is not None and len(items) >= limit:
-                break
+            )
+        except KeyError as error:
+            raise ValueError(f"{path}, line {number}: {error.args[0]}") from None
+        if seed is None and limit is not None and len(items) >= limit:
+            break
     if seed is not None:
         random.Random(seed).shuffle(items)
     return items[:limit]

@@ -43,9 +43,9 @@ from .edit import (
     ProgressCallback,
     Speedups,
     StopFlag,
+    answer_code,
     applied_otherwise,
     fall_back,
-    fence_at,
     fixed_prefix,
     repeats_input,
     rewritten_text,
@@ -53,7 +53,7 @@ from .edit import (
 from .grammar import copy_reach
 from .llama_model import LlamaModel, Snapshot
 from .program import GEN_CLOSE, ChangeCopy, Copy, Gen, Op, Program, op_kind
-from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
+from .prompt import WHOLE_FILE, ChatTemplate, Layout, SourceView, as_model_sees
 from .selector import Selector
 from .tokens import (
     REOPEN,
@@ -234,7 +234,8 @@ class Decoder:
         run = TokenRun(self.llama, watch, force=options.speedups.force, merge=options.speedups.merge)
         if options.mode in ("rewrite", "lookup"):
             copied = source + change.text(1, len(change.lines)) if change is not None else None
-            result = self._rewrite(run, prompt, source, options, copied=copied)
+            fenced = change is not None or self.layout_for(options).fence
+            result = self._rewrite(run, prompt, source, options, copied=copied, fenced=fenced)
         else:
             writer = ProgramWriter.of(source, options, change)
             result = self._program(run, prompt, writer, options, change=change, plan=plan)
@@ -265,6 +266,7 @@ class Decoder:
             splice=options.splice,
             language=options.language,
             examples=self.examples_for(options.mode, options.examples),
+            layout=self.layout_for(options),
         )
         return self.llama.tokenize(text, special=True)
 
@@ -284,6 +286,7 @@ class Decoder:
             options.splice,
             options.language,
             examples,
+            self.layout_for(options),
         )
         if key not in self._prefixes:
             fixed = list(fixed_prefix(lambda source, instruction: self.prompt(source, instruction, options)))
@@ -299,6 +302,10 @@ class Decoder:
         apply: an apply without an apply selector runs the base model, never the edits'), else none."""
         chosen = self.apply_selector if task == "apply" else self.selector
         return chosen.path if chosen is not None and mode in ("program", "forced") else None
+
+    def layout_for(self, options: EditOptions) -> Layout:
+        """The layout of an edit's prompt (:meth:`~copyedit_lsp.edit.EditOptions.layout_for`)."""
+        return options.layout_for(trained=self.adapter_for(options.mode) is not None)
 
     def examples_for(self, mode: str, examples: str | None) -> str:
         """``examples``, or when None the few-shot set ``mode``'s prompt uses with this decoder."""
@@ -585,9 +592,17 @@ class Decoder:
             run.force(self.llama.tokenize(kept + "\n"))
 
     def _rewrite(
-        self, run: TokenRun, prompt: list[int], source: str, options: EditOptions, *, copied: str | None = None
+        self,
+        run: TokenRun,
+        prompt: list[int],
+        source: str,
+        options: EditOptions,
+        *,
+        copied: str | None = None,
+        fenced: bool = True,
     ) -> EditResult:
-        """The code written out (``copied``: the text lookup drafts from, else ``source``)."""
+        """The code written out (``copied``: the text lookup drafts from, else ``source``); ``fenced``:
+        the prompt opened its code block."""
         original = self.llama.tokenize(source if copied is None else copied)
         self._check_fits(run, prompt, len(original), options)
         run.prefill(prompt)
@@ -602,11 +617,9 @@ class Decoder:
                 break
             written.append(token)
             out += self.llama.piece(token)
-            fence = fence_at(out)
-            if fence >= 0:
-                out = out[:fence]
+            if answer_code(out, fenced)[1]:
                 break
         run.answer(len(prompt))
-        text = rewritten_text(out.decode("utf-8", errors="replace"), source)
+        text = rewritten_text(answer_code(out, fenced)[0].decode("utf-8", errors="replace"), source)
         run.stats.output_tokens = len(written)
         return EditResult(None, text, run.stats, tuple(written), cut=run.cut)

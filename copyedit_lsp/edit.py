@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
 from .program import Gen, Op, Program
-from .prompt import EXAMPLE_SETS, SourceView
+from .prompt import EXAMPLE_SETS, FIRST_LAYOUT, Layout, SourceView
 from .scope import adds_syntax_errors
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"  # the model an edit runs on unless a setting names another
@@ -179,6 +179,14 @@ class EditOptions:
     max_new_tokens: int = 4096
     copy_check: float = COPY_CHECK
     fallback: bool = True
+    layout: Layout | None = None
+
+    def layout_for(self, trained: bool) -> Layout:
+        """The prompt's layout: these options', else the one a ``trained`` selector reads
+        (:data:`~copyedit_lsp.prompt.FIRST_LAYOUT`), else the default :class:`~copyedit_lsp.prompt.Layout`."""
+        if self.layout is not None:
+            return self.layout
+        return FIRST_LAYOUT if trained else Layout()
 
     def check(self, modes: Sequence[str], examples: str) -> None:
         """Raise ValueError unless the mode is one of ``modes``, the splice and the example set
@@ -194,13 +202,15 @@ class EditOptions:
             raise ValueError("max_new_tokens must be positive")
         if not 0 <= self.copy_check < 1:
             raise ValueError("copy_check must be in [0, 1)")
+        if self.layout is not None:
+            self.layout.check()
 
     def budget(self, source_tokens: float) -> int:
-        """The tokens the model may write for a text of ``source_tokens``: twice the text and some
-        (a script is as long as it is)."""
+        """The tokens the model may write for a text of ``source_tokens``: twice the text and room
+        for a new definition or two (a script is as long as it is)."""
         if self.program is not None:
             return self.max_new_tokens
-        return min(self.max_new_tokens, int(2 * source_tokens) + 128)
+        return min(self.max_new_tokens, int(2 * source_tokens) + 512)
 
 
 StopFlag = Callable[[], bool]
@@ -390,6 +400,21 @@ class EditWatch:
 def fence_at(code: bytes) -> int:
     """Where a rewrite's code block closes (a line that starts with three backticks), or -1."""
     return (b"\n" + code).find(b"\n```")
+
+
+def answer_code(answer: bytes, fenced: bool) -> tuple[bytes, bool]:
+    """A rewrite's code in its ``answer`` so far, and whether its block has closed: where the answer
+    opened inside the block (``fenced``: the fence was the answer's prefix) the answer up to the
+    closing fence, else what follows the answer's first fence line up to the next one (an answer
+    with no fence: all of it)."""
+    if not fenced:
+        opening = fence_at(answer)
+        if opening >= 0:
+            line_end = answer.find(b"\n", opening)
+            answer = answer[line_end + 1 :] if line_end >= 0 else b""
+            fenced = True
+    closing = fence_at(answer) if fenced else -1
+    return (answer[:closing], True) if closing >= 0 else (answer, False)
 
 
 def rewritten_text(code: str, source: str) -> str:

@@ -5,8 +5,9 @@ defines and whose header line it no longer holds, or a run of :data:`RUN_LINES` 
 longer holds (anywhere, whitespace aside) and that nothing written in their place stands in for.
 Lines replaced by new ones count as rewritten, up to :data:`LINES_PER_WRITTEN` input lines for each
 line written: a gen of one line does not rewrite seventy.  A loss the instruction asks for is none:
-the instruction says remove, delete, drop, inline, merge, replace or rename, and names what is lost
-(the definition, the definition the lines are in, or a name the lines use).
+a sentence of the instruction says remove, delete, drop, inline, merge, replace or rename (the English
+word, not a name that starts with it: ``mergeDeep``, ``remove_item``, a definition called ``remove``)
+and names what is lost (the definition, the definition the lines are in, or a name the lines use).
 
 Plain logic on two texts (tree-sitter for the definitions); the decoders and the server act on it.
 """
@@ -23,7 +24,14 @@ from .scope import Definition, definitions
 
 RUN_LINES = 3
 LINES_PER_WRITTEN = 4
-_REMOVAL = re.compile(r"\b(remov|delet|drop|inlin|merg|replac|renam|get rid of|eliminat)", re.IGNORECASE)
+# A removal verb as an English word: never the start of a name (``mergeDeep``) or a part of one.
+_REMOVAL = re.compile(
+    r"(?<![\w$`])(?:remov(?:e|es|ed|ing|al)|delet(?:e|es|ed|ing|ion)|drop(?:s|ped|ping)?|inlin(?:e|es|ed|ing)"
+    r"|merg(?:e|es|ed|ing)|replac(?:e|es|ed|ing|ement)|renam(?:e|es|ed|ing)|get rid of|eliminat(?:e|es|ed|ing|ion))"
+    r"(?![\w$`(])",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 NAME = re.compile(r"[A-Za-z_$][\w$]*")  # an identifier of Python or JavaScript
 # Words too common in code to name what an instruction asks to drop.
 _COMMON = set(keyword.kwlist) | {"self", "this", "const", "let", "var", "function", "new", "typeof", "the"}
@@ -57,8 +65,8 @@ def lost_code(
     lines in ``deleted`` (stripped: what an applied change deletes on purpose) are never lost."""
     old, new = split_lines(before), split_lines(after)
     kept = {line.strip() for line in new if line.strip()} | deleted
-    asked = _asked_names(instruction)
     old_definitions = definitions(before, language_id)
+    asked = _asked_names(instruction, {d.name for d in old_definitions})
     new_definitions = definitions(after, language_id) if old_definitions else []
     defined = {d.name for d in new_definitions}
     stripped_old, stripped_new = [line.strip() for line in old], [line.strip() for line in new]
@@ -91,11 +99,14 @@ def lost_code(
     return Loss(tuple(outermost), tuple(runs), len(lost))
 
 
-def _asked_names(instruction: str) -> set[str]:
-    """The names an instruction asks to be dropped: every name it mentions, if it says a removal verb."""
-    if not _REMOVAL.search(instruction):
-        return set()
-    return {word.lower() for word in NAME.findall(instruction) if len(word) > 2 and word not in _COMMON}
+def _asked_names(instruction: str, defined: set[str]) -> set[str]:
+    """The names an instruction asks to be dropped: every name a sentence of it mentions that says a
+    removal verb (a word that is also the name of one of the code's ``defined`` names is that name)."""
+    asked = set()
+    for sentence in _SENTENCE.split(instruction):
+        if any(verb.group() not in defined for verb in _REMOVAL.finditer(sentence)):
+            asked |= {word.lower() for word in NAME.findall(sentence) if len(word) > 2 and word not in _COMMON}
+    return asked
 
 
 def _prefixes(outer: tuple[str, ...]) -> list[str]:

@@ -47,8 +47,56 @@ a snippet whose elision comments stand for the code's lines kept,
 search/replace blocks, a diff, or a whole file.
 Answer with the complete merged code in one code block, and nothing else."""
 
-REWRITE_SYSTEM = """You edit code. You get an instruction and the code.
-Answer with the complete edited code in one code block, and nothing else."""
+# The system texts of an edit prompt (Layout.system): "plain", one line asking for the changed code
+# in a block, as a developer asks a chat model; "first", the project's first design.
+REWRITE_SYSTEMS = {
+    "plain": "Reply with the complete changed code in one {language} code block.",
+    "first": "You edit code. You get an instruction and the code.\n"
+    "Answer with the complete edited code in one code block, and nothing else.",
+}
+PROGRAM_SYSTEMS = {"plain": PROGRAM_SYSTEM, "first": PROGRAM_SYSTEM}
+ORDERS = ("code-first", "instruction-first")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an edit's prompt is laid out, part by part (``copyedit bench edits --layout`` varies them):
+
+    * ``order``: ``code-first`` (the code under ``## Code before``, then ``## Instruction``, then
+      ``## Code after``: how a developer asks a chat model) or ``instruction-first`` (the first design);
+    * ``system``: a key of :data:`REWRITE_SYSTEMS` (program mode explains its format either way);
+    * ``fence``: the answer opens with the code block's fence (rewrite), else the model writes it
+      and the block is read from its answer."""
+
+    order: str = "code-first"
+    system: str = "plain"
+    fence: bool = True
+
+    def check(self) -> None:
+        if self.order not in ORDERS or self.system not in REWRITE_SYSTEMS:
+            raise ValueError(f"layout order must be one of {ORDERS}, system one of {tuple(REWRITE_SYSTEMS)}")
+
+    @classmethod
+    def parse(cls, text: str) -> Layout:
+        """A layout from ``order,system,fence|nofence`` (any of them, in any order; the rest default)."""
+        fields: dict[str, object] = {}
+        for part in filter(None, text.split(",")):
+            if part in ORDERS:
+                fields["order"] = part
+            elif part in REWRITE_SYSTEMS:
+                fields["system"] = part
+            elif part in ("fence", "nofence"):
+                fields["fence"] = part == "fence"
+            else:
+                raise ValueError(f"unknown layout part {part!r}: {ORDERS}, {tuple(REWRITE_SYSTEMS)}, fence, nofence")
+        return cls(**fields)  # type: ignore[arg-type]
+
+    def text(self) -> str:
+        return f"{self.order},{self.system},{'fence' if self.fence else 'nofence'}"
+
+
+# The layout a span selector was trained with (its programs read this order).
+FIRST_LAYOUT = Layout("instruction-first", "first", True)
 
 # Hand-written examples (never taken from evaluation data): (language, instruction, before, after).
 EXAMPLES = (
@@ -123,38 +171,49 @@ def model_text(program: Program, view: SourceView, *, splice: bool) -> str:
     return "".join(parts)
 
 
-def _program_user(instruction: str, view: SourceView) -> str:
-    return f"Instruction: {instruction}\n\nCode:\n{view.numbered()}"
+def _user(instruction: str, code: str, order: str, answer: str) -> str:
+    """An edit's request: ``code`` (already fenced or numbered) and the instruction in ``order``;
+    code first, headed as a developer heads a chat question, the ``answer``'s heading last."""
+    if order == "instruction-first":
+        return f"Instruction: {instruction}\n\nCode:\n{code}"
+    return f"## Code before\n{code}\n## Instruction\n{instruction}\n\n## {answer}"
 
 
-def _rewrite_user(instruction: str, source: str, language: str) -> str:
+def _fenced(source: str, language: str) -> str:
     code = source if source.endswith("\n") else source + "\n"
-    return f"Instruction: {instruction}\n\nCode:\n```{language}\n{code}```"
+    return f"```{language}\n{code}```"
 
 
-def program_messages(instruction: str, source: str, *, splice: bool, examples: str = "default") -> list[dict[str, str]]:
+def program_messages(
+    instruction: str, source: str, *, splice: bool, examples: str = "default", layout: Layout = FIRST_LAYOUT
+) -> list[dict[str, str]]:
     """Chat messages for program mode; the answer continues after :func:`program_prefix`."""
-    messages = [{"role": "system", "content": PROGRAM_SYSTEM}]
+    messages = [{"role": "system", "content": PROGRAM_SYSTEMS[layout.system]}]
     for _, example_instruction, before, after in EXAMPLE_SETS[examples]:
         view = SourceView.of(before)
         answer = model_text(oracle_program(before, after), view, splice=splice) + "</program>"
         messages += [
-            {"role": "user", "content": _program_user(example_instruction, view)},
+            {"role": "user", "content": _user(example_instruction, view.numbered(), layout.order, "Program")},
             {"role": "assistant", "content": answer},
         ]
-    messages.append({"role": "user", "content": _program_user(instruction, SourceView.of(source))})
+    code = SourceView.of(source).numbered()
+    messages.append({"role": "user", "content": _user(instruction, code, layout.order, "Program")})
     return messages
 
 
-def rewrite_messages(instruction: str, source: str, language: str, examples: str = "default") -> list[dict[str, str]]:
-    """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix`."""
-    messages = [{"role": "system", "content": REWRITE_SYSTEM}]
+def rewrite_messages(
+    instruction: str, source: str, language: str, examples: str = "default", layout: Layout = Layout()
+) -> list[dict[str, str]]:
+    """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix` (``layout.fence``)."""
+    messages = [{"role": "system", "content": REWRITE_SYSTEMS[layout.system].format(language=language or "code")}]
     for example_language, example_instruction, before, after in EXAMPLE_SETS[examples]:
+        request = _user(example_instruction, _fenced(before, example_language), layout.order, "Code after")
         messages += [
-            {"role": "user", "content": _rewrite_user(example_instruction, before, example_language)},
-            {"role": "assistant", "content": f"```{example_language}\n{after}```"},
+            {"role": "user", "content": request},
+            {"role": "assistant", "content": _fenced(after, example_language)},
         ]
-    messages.append({"role": "user", "content": _rewrite_user(instruction, source, language)})
+    request = _user(instruction, _fenced(source, language), layout.order, "Code after")
+    messages.append({"role": "user", "content": request})
     return messages
 
 
@@ -370,11 +429,12 @@ class ChatTemplate:
         return self.render(apply_messages(source, change, instruction), program_prefix())
 
     def edit_prompt(
-        self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str
+        self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str, layout: Layout
     ) -> str:
-        """The prompt text of an edit in ``mode``: rewrite and lookup write code, the others programs."""
+        """The prompt text of an edit in ``mode`` laid out as ``layout``: rewrite and lookup write
+        code, the others programs."""
         if mode in ("rewrite", "lookup"):
-            return self.render(rewrite_messages(instruction, source, language, examples), rewrite_prefix(language))
-        return self.render(
-            program_messages(instruction, source, splice=splice == "prefill", examples=examples), program_prefix()
-        )
+            prefix = rewrite_prefix(language) if layout.fence else ""
+            return self.render(rewrite_messages(instruction, source, language, examples, layout), prefix)
+        messages = program_messages(instruction, source, splice=splice == "prefill", examples=examples, layout=layout)
+        return self.render(messages, program_prefix())

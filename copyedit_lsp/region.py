@@ -231,6 +231,10 @@ def chunk_lines(n_ctx: int) -> int:
 
 
 DOCUMENT_CHANGED = "the document changed while the edit ran (or was closed or reopened); run it again"
+UNCHANGED = (
+    "the result is the code as it was: the model changed nothing (say the change more precisely, select "
+    "the lines to change, or try another mode or model)"
+)
 
 
 def refusal(

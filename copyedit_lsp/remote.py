@@ -36,9 +36,9 @@ from .edit import (
     EditWatch,
     ProgressCallback,
     StopFlag,
+    answer_code,
     applied_otherwise,
     fall_back,
-    fence_at,
     fixed_prefix,
     repeats_input,
     rewritten_text,
@@ -376,6 +376,7 @@ class RemoteDecoder:
             splice=options.splice,
             language=options.language,
             examples=options.examples or "default",
+            layout=options.layout_for(trained=False),
         )
 
     def edit(
@@ -397,7 +398,7 @@ class RemoteDecoder:
         # the local decoder's budget, counted in all generated tokens, without the model's tokenizer
         budget = options.budget(len(source.encode()) / BYTES_PER_TOKEN)
         if options.mode == "rewrite":
-            result = self._rewrite(session, prompt, source, budget)
+            result = self._rewrite(session, prompt, source, budget, fenced=options.layout_for(trained=False).fence)
         else:
             result = self._program(session, prompt, source, options, budget)
         session.stats.total_seconds = time.perf_counter() - started
@@ -432,7 +433,7 @@ class RemoteDecoder:
         copied = source + change.text(1, len(change.lines))
         budget = options.budget(len(copied.encode()) / BYTES_PER_TOKEN)
         if options.mode == "rewrite":
-            result = self._rewrite(session, prompt, source, budget)
+            result = self._rewrite(session, prompt, source, budget, fenced=True)
         else:
             result = self._program(session, prompt, source, options, budget, change)
         session.stats.total_seconds = time.perf_counter() - started
@@ -524,12 +525,12 @@ class RemoteDecoder:
         answer.text = text
         return answer
 
-    def _rewrite(self, session: _Session, prompt: str, source: str, budget: int) -> EditResult:
-        answer = session.complete(prompt, None, budget, done=lambda answer: fence_at(answer.text.encode()) >= 0)
-        code = answer.text.encode()
-        fence = fence_at(code)
-        cut = None if fence >= 0 or answer.finish_reason != "length" else "max_new_tokens"
-        code = code[:fence] if fence >= 0 else code
+    def _rewrite(self, session: _Session, prompt: str, source: str, budget: int, *, fenced: bool) -> EditResult:
+        answer = session.complete(
+            prompt, None, budget, done=lambda answer: answer_code(answer.text.encode(), fenced)[1]
+        )
+        code, closed = answer_code(answer.text.encode(), fenced)
+        cut = None if closed or answer.finish_reason != "length" else "max_new_tokens"
         text = rewritten_text(code.decode("utf-8", errors="replace"), source)
         return EditResult(None, text, session.stats, cut=cut)
 

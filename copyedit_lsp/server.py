@@ -35,6 +35,7 @@ from .program import Program
 from .protocol import CopyeditProtocol, FramedServer, request_id
 from .region import (
     DOCUMENT_CHANGED,
+    UNCHANGED,
     ApplyArguments,
     EditArguments,
     RefactorArguments,
@@ -590,8 +591,10 @@ def _stop_edits_of(ls: CopyeditServer, uri: str) -> None:
 def _checked_edits(
     text: str, new_text: str, region: Region, result: EditResult, program, language, guard: bool, encoding: str
 ) -> tuple[str | None, list[types.TextEdit]]:
-    """Why the edit must not be applied (a cut output, syntax errors), or else its minimal text
-    edits; run off the event loop (both parse the document)."""
+    """Why the edit must not be applied (a cut output, the region's code unchanged, syntax errors),
+    or else its minimal text edits; run off the event loop (both parse the document)."""
+    if result.cut is None and result.text == region.source:
+        return UNCHANGED, []
     reason = refusal(text, new_text, language, changed=False, cut=result.cut, syntax_guard=guard)
     if reason is not None:
         return reason, []

@@ -1,6 +1,7 @@
 """The guard against lost code (model-free): what a result drops that its instruction did not ask to drop."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -132,9 +133,9 @@ def test_the_fix_itself_loses_nothing():
     assert fixed != ROUTER and lost_code(ROUTER, fixed, "python", SYMPTOM) is None
 
 
-def line_of(start: str) -> int:
-    """The number (1-based) of the router's line that starts with ``start``."""
-    return next(n for n, line in enumerate(split_lines(ROUTER), 1) if line.startswith(start))
+def line_of(start: str, text: str = ROUTER) -> int:
+    """The number (1-based) of the line of ``text`` (the router's) that starts with ``start``."""
+    return next(n for n, line in enumerate(split_lines(text), 1) if line.startswith(start))
 
 
 def without(text: str, first: int, last: int) -> str:
@@ -230,3 +231,17 @@ def test_a_result_that_no_longer_parses_keeps_the_definitions_whose_headers_it_h
     source = "function add(a, b) {\n  return a + b;\n}\n"
     assert lost_code(source, "function add(a, b) {\n  return a - b;\n", "javascript", "Subtract.") is None
     assert lost_code(source, "\n", "javascript", "Subtract.").definitions == ("add",)
+
+
+def test_a_name_that_starts_with_a_removal_verb_asks_for_no_removal():
+    source = (Path(__file__).parent / "shapes" / "config.js").read_text()
+    start = line_of("function mergeDeep", source)
+    dropped = without(source, start, start + 10)  # mergeDeep and the blank line after it
+    jsdoc = "Add a JSDoc comment to mergeDeep like the one on flagsToConfig, documenting both parameters"
+    loss = lost_code(source, dropped, "javascript", jsdoc)
+    assert loss is not None and loss.definitions == ("mergeDeep",)
+    assert lost_code(source, dropped, "javascript", "Inline mergeDeep into resolveConfig.") is None
+    assert lost_code(source, dropped, "javascript", "Document mergeDeep. Drop the unused imports.") is not None
+    python = "def remove(items, item):\n    items.remove(item)\n    return items\n\n\ndef size(items):\n    return len(items)\n"
+    assert lost_code(python, without(python, 1, 5), "python", "Fix remove so it returns a copy.") is not None
+    assert lost_code(python, without(python, 1, 5), "python", "Remove remove.") is None

@@ -40,7 +40,7 @@ from ..decoder import Decoder
 from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
 from ..loss import lost_code
 from ..program import ProgramError, parse_program
-from ..prompt import SourceView
+from ..prompt import Layout, SourceView
 from ..region import choice_names, narrowed_scope
 from ..reports import markdown_table, side_by_side, write_json
 from ..resolver import oracle_program, split_lines
@@ -181,6 +181,7 @@ def _mark_divergences(
     items: Sequence[EditItem],
     rows: list[dict],
     examples: str | None,
+    layout: Layout | None,
     regions: dict[str, tuple[int, int]],
 ) -> None:
     """Give each row whose tokens differ from its reference mode's row a ``divergence``: where, and the gap."""
@@ -191,7 +192,7 @@ def _mark_divergences(
             if row is None or base is None or "error" in row or "error" in base or row["tokens"] == base["tokens"]:
                 continue
             assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
-            options = _options(reference, item, ordered=True, examples=examples)
+            options = _options(reference, item, ordered=True, examples=examples, layout=layout)
             decoder.prepare(options.mode)
             start, end = regions[item.id] if options.program is None else (0, len(split_lines(item.before)))
             source = "".join(split_lines(item.before)[start:end])
@@ -200,11 +201,15 @@ def _mark_divergences(
             row["divergence"] = {"at": at, "gap": gap}
 
 
-def _options(name: str, item: EditItem, *, ordered: bool, examples: str | None) -> EditOptions:
+def _options(
+    name: str, item: EditItem, *, ordered: bool, examples: str | None, layout: Layout | None = None
+) -> EditOptions:
     """The edit options of benchmark mode ``name`` on ``item`` (forced mode scripted by the oracle)."""
     fields = {key: value for key, value in MODES[name].items() if key != "remote"}
     program = oracle_program(item.before, item.after) if fields["mode"] == "forced" else None
-    return EditOptions(**fields, language=item.language, program=program, ordered=ordered, examples=examples)
+    return EditOptions(
+        **fields, language=item.language, program=program, ordered=ordered, examples=examples, layout=layout
+    )
 
 
 def edits_benchmark(
@@ -215,6 +220,7 @@ def edits_benchmark(
     remote: Editor | None = None,
     ordered: bool = True,
     examples: str | None = None,
+    layout: Layout | None = None,
     timeout: float = 10.0,
     progress: bool = True,
     log: RowLog | None = None,
@@ -222,19 +228,13 @@ def edits_benchmark(
 ) -> dict:
     """Run ``modes`` on every item of ``sets``, interleaved item by item; rows and aggregates per set.
 
-    Local modes run on ``decoder``, remote modes on ``remote``. An edit that raises is recorded as
-    an ``error`` row and the run goes on; ``log`` keeps each row as it is measured (and gives back
-    the rows of an earlier run); ``narrow`` edits the lines each instruction concerns, not the whole text."""
+    Local modes run on ``decoder``, remote ones on ``remote``; an edit that raises is an ``error`` row;
+    ``log`` keeps each row as measured (and gives back an earlier run's); ``narrow`` edits the lines
+    each instruction concerns, not the whole text."""
     _check_modes(modes, decoder, remote)
-    selector = getattr(decoder, "selector", None)
-    result = {
-        "modes": list(modes),
-        "ordered": ordered,
-        "examples": examples,
-        "selector": selector.name if selector else None,
-        "narrow": narrow,
-        "sets": {},
-    }
+    prompt = {"examples": examples, "layout": layout.text() if layout is not None else None}
+    selector = getattr(getattr(decoder, "selector", None), "name", None)
+    result = {"modes": list(modes), "ordered": ordered, **prompt, "selector": selector, "narrow": narrow, "sets": {}}
     total = sum(len(items) for items in sets.values()) * len(modes)
     with tqdm(total=total, desc="bench edits", unit=" edits", file=sys.stderr, disable=not progress) as bar:
         for set_name, items in sets.items():
@@ -247,13 +247,13 @@ def edits_benchmark(
                     if row is None:
                         editor = remote if MODES[name].get("remote") else decoder
                         row = {"set": set_name} | _measure(
-                            editor, item, name, ordered, examples, timeout, regions[item.id]
+                            editor, item, name, ordered, examples, layout, timeout, regions[item.id]
                         )
                         if log is not None:
                             log.add(row)
                     rows.append(row)
                     bar.update()
-            _mark_divergences(decoder, items, rows, examples, regions)
+            _mark_divergences(decoder, items, rows, examples, layout, regions)
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
@@ -286,13 +286,14 @@ def _measure(
     name: str,
     ordered: bool,
     examples: str | None,
+    layout: Layout | None,
     timeout: float,
     region: tuple[int, int],
 ) -> dict:
     """The row of benchmark mode ``name`` on ``item``: the edit of the ``region``'s lines (forced
     mode edits the whole text)."""
     assert editor is not None
-    options = _options(name, item, ordered=ordered, examples=examples)
+    options = _options(name, item, ordered=ordered, examples=examples, layout=layout)
     lines = split_lines(item.before)
     start, end = region if options.program is None else (0, len(lines))
     head, source, tail = "".join(lines[:start]), "".join(lines[start:end]), "".join(lines[end:])
