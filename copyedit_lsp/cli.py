@@ -555,7 +555,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     remote_modes = [name for name in modes if edits.MODES.get(name, {}).get("remote")]
     decoder = _open_editor(args) if len(remote_modes) < len(modes) else None
     remote = _open_editor(args, backend="remote") if remote_modes else None
-    log = edits.RowLog(Path(args.out) / f"{args.name}.rows.jsonl", resume=args.resume)
+    log = edits.RowLog(Path(args.out) / f"{args.name}.rows.jsonl", resume=args.resume, texts=not args.no_texts)
     result = edits.edits_benchmark(
         decoder,
         sets,
@@ -572,7 +572,7 @@ def cmd_bench_edits(args: argparse.Namespace) -> int:
     kernel_path = Path(args.kernel)
     if "forced" in result["modes"] and kernel_path.is_file():
         result["bounds"] = edits.bound_table(result, json.loads(kernel_path.read_text()))
-    paths = edits.write_outputs(result, Path(args.out), args.name)
+    paths = edits.write_outputs(result, Path(args.out), args.name, texts=not args.no_texts)
     _write_manifest(
         args, args.name, backend="+".join(kind for kind, used in (("local", decoder), ("remote", remote)) if used)
     )
@@ -993,6 +993,12 @@ def _add_bench_edits(bench) -> None:
         "--resume",
         action="store_true",
         help="keep the rows <out>/<name>.rows.jsonl holds (a run that stopped) and measure only the others",
+    )
+    edits.add_argument(
+        "--no-texts",
+        action="store_true",
+        help="leave the edited texts, programs and tokens out of the outputs (a set whose license "
+        "forbids copying its code, CanItEdit's)",
     )
     edits.add_argument("--json", action="store_true")
     edits.set_defaults(func=cmd_bench_edits)

@@ -53,7 +53,7 @@ from .edit import (
 from .grammar import copy_reach
 from .llama_model import LlamaModel, Snapshot
 from .program import GEN_CLOSE, ChangeCopy, Copy, Gen, Op, Program, op_kind
-from .prompt import WHOLE_FILE, ChatTemplate, Layout, SourceView, as_model_sees
+from .prompt import WHOLE_FILE, ChatTemplate, SourceView, as_model_sees
 from .selector import Selector
 from .tokens import (
     REOPEN,
@@ -234,7 +234,7 @@ class Decoder:
         run = TokenRun(self.llama, watch, force=options.speedups.force, merge=options.speedups.merge)
         if options.mode in ("rewrite", "lookup"):
             copied = source + change.text(1, len(change.lines)) if change is not None else None
-            fenced = change is not None or self.layout_for(options).fence
+            fenced = change is not None or options.prompt_layout.fence
             result = self._rewrite(run, prompt, source, options, copied=copied, fenced=fenced)
         else:
             writer = ProgramWriter.of(source, options, change)
@@ -266,7 +266,7 @@ class Decoder:
             splice=options.splice,
             language=options.language,
             examples=self.examples_for(options.mode, options.examples),
-            layout=self.layout_for(options),
+            layout=options.prompt_layout,
         )
         return self.llama.tokenize(text, special=True)
 
@@ -286,7 +286,7 @@ class Decoder:
             options.splice,
             options.language,
             examples,
-            self.layout_for(options),
+            options.prompt_layout,
         )
         if key not in self._prefixes:
             fixed = list(fixed_prefix(lambda source, instruction: self.prompt(source, instruction, options)))
@@ -302,10 +302,6 @@ class Decoder:
         apply: an apply without an apply selector runs the base model, never the edits'), else none."""
         chosen = self.apply_selector if task == "apply" else self.selector
         return chosen.path if chosen is not None and mode in ("program", "forced") else None
-
-    def layout_for(self, options: EditOptions) -> Layout:
-        """The layout of an edit's prompt (:meth:`~copyedit_lsp.edit.EditOptions.layout_for`)."""
-        return options.layout_for(trained=self.adapter_for(options.mode) is not None)
 
     def examples_for(self, mode: str, examples: str | None) -> str:
         """``examples``, or when None the few-shot set ``mode``'s prompt uses with this decoder."""

@@ -166,7 +166,8 @@ class EditOptions:
     model check each copy as it is spliced (:class:`~copyedit_lsp.tokens.CopyCheck`): a copied
     token less probable than this and not the model's first choice ends the copy before its line;
     ``fallback`` has program mode decode the edit again as a rewrite by the base model where its
-    program was cut short or its text parses worse than the original (:func:`fall_back`).
+    program was cut short or its text parses worse than the original (:func:`fall_back`);
+    ``layout`` lays out the prompt (None: :attr:`prompt_layout`).
     """
 
     mode: str = "program"
@@ -181,12 +182,13 @@ class EditOptions:
     fallback: bool = True
     layout: Layout | None = None
 
-    def layout_for(self, trained: bool) -> Layout:
-        """The prompt's layout: these options', else the one a ``trained`` selector reads
-        (:data:`~copyedit_lsp.prompt.FIRST_LAYOUT`), else the default :class:`~copyedit_lsp.prompt.Layout`."""
+    @property
+    def prompt_layout(self) -> Layout:
+        """The layout of the prompt: these options', else in the program modes the first layout (the
+        selectors were trained with it), else the default :class:`~copyedit_lsp.prompt.Layout`."""
         if self.layout is not None:
             return self.layout
-        return FIRST_LAYOUT if trained else Layout()
+        return Layout() if self.mode in ("rewrite", "lookup") else FIRST_LAYOUT
 
     def check(self, modes: Sequence[str], examples: str) -> None:
         """Raise ValueError unless the mode is one of ``modes``, the splice and the example set

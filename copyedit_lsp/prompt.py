@@ -50,7 +50,7 @@ Answer with the complete merged code in one code block, and nothing else."""
 # The system texts of an edit prompt (Layout.system): "plain", one line asking for the changed code
 # in a block, as a developer asks a chat model; "first", the project's first design.
 REWRITE_SYSTEMS = {
-    "plain": "Reply with the complete changed code in one {language} code block.",
+    "plain": "Reply with the complete changed code in one {language}code block.",
     "first": "You edit code. You get an instruction and the code.\n"
     "Answer with the complete edited code in one code block, and nothing else.",
 }
@@ -205,7 +205,8 @@ def rewrite_messages(
     instruction: str, source: str, language: str, examples: str = "default", layout: Layout = Layout()
 ) -> list[dict[str, str]]:
     """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix` (``layout.fence``)."""
-    messages = [{"role": "system", "content": REWRITE_SYSTEMS[layout.system].format(language=language or "code")}]
+    system = REWRITE_SYSTEMS[layout.system].format(language=f"{language} " if language else "")
+    messages = [{"role": "system", "content": system}]
     for example_language, example_instruction, before, after in EXAMPLE_SETS[examples]:
         request = _user(example_instruction, _fenced(before, example_language), layout.order, "Code after")
         messages += [

@@ -376,7 +376,7 @@ class RemoteDecoder:
             splice=options.splice,
             language=options.language,
             examples=options.examples or "default",
-            layout=options.layout_for(trained=False),
+            layout=options.prompt_layout,
         )
 
     def edit(
@@ -398,7 +398,7 @@ class RemoteDecoder:
         # the local decoder's budget, counted in all generated tokens, without the model's tokenizer
         budget = options.budget(len(source.encode()) / BYTES_PER_TOKEN)
         if options.mode == "rewrite":
-            result = self._rewrite(session, prompt, source, budget, fenced=options.layout_for(trained=False).fence)
+            result = self._rewrite(session, prompt, source, budget, fenced=options.prompt_layout.fence)
         else:
             result = self._program(session, prompt, source, options, budget)
         session.stats.total_seconds = time.perf_counter() - started

@@ -11,6 +11,7 @@ import pytest
 from texts import SHAPES
 
 from copyedit_lsp.edit import CUTS
+from copyedit_lsp.region import UNCHANGED
 
 pytestmark = pytest.mark.model
 
@@ -66,6 +67,19 @@ def test_apply_refuses_an_edit_that_loses_code_unless_allow_loss(tmp_path, tiny_
     assert narrowed.returncode == 0, narrowed.stderr
     assert "copyedit: editing function describe (lines 12-15" in narrowed.stderr
     assert path.read_text().startswith(SHAPES[: SHAPES.index("def describe")])
+
+
+def test_apply_exits_6_when_the_result_changes_nothing(tmp_path, default_model_path):
+    """Asked to leave a function as it is, the default model writes it unchanged, in program mode
+    (which gives way to a rewrite) and in rewrite mode: exit 6, the reason on stderr, nothing written."""
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    return a + b\n")
+    for mode in ("program", "rewrite"):
+        command = [str(COPYEDIT), "apply", str(path), "-i", "Leave add as it is.", "--mode", mode, "--write"]
+        done = subprocess.run([*command, "--threads", "2"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 6, done.stderr
+        assert f"copyedit: {UNCHANGED}" in done.stderr and "(no change)" in done.stdout
+        assert path.read_text() == "def add(a, b):\n    return a + b\n"
 
 
 def merge_change(path: Path, change: str, *options: str, model: tuple[str, ...] = ()) -> subprocess.CompletedProcess:

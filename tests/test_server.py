@@ -19,6 +19,7 @@ from texts import SHAPES, VARIANCE_SNIPPET
 
 from copyedit_lsp.edit import CUTS
 from copyedit_lsp.program import Copy, Gen, Program
+from copyedit_lsp.region import UNCHANGED
 from copyedit_lsp.resolver import resolve, split_lines
 from copyedit_lsp.scope import adds_syntax_errors
 from copyedit_lsp.textedits import apply_lsp_edits
@@ -236,6 +237,18 @@ async def test_an_edit_without_a_range_edits_the_definition_its_instruction_name
     assert change.edits and all(3 <= e.range.start.line and e.range.end.line <= 5 for e in change.edits)
     head, tail = PYTHON[: PYTHON.index("def area")], PYTHON[PYTHON.index("\n\n# copyedit") :]
     assert result["text"] != PYTHON and result["text"].startswith(head) and result["text"].endswith(tail)
+
+
+async def test_an_edit_that_changes_nothing_is_not_reported_as_applied(qwen):
+    """Asked to leave a function as it is, the default model writes it unchanged: the server sends
+    no edit, answers applied false and says why (the progress's end and a message)."""
+    uri = "file:///tmp/unchanged.py"
+    text = "def add(a, b):\n    return a + b\n"
+    open_document(qwen, uri, text)
+    result = await run_edit(qwen, {"uri": uri, "instruction": "Leave add as it is."})
+    assert result["applied"] is False and result["reason"] == UNCHANGED and result["text"] == text, result
+    assert qwen.applied == [] and ended(qwen) == f"not applied: {UNCHANGED}"
+    assert any(UNCHANGED in m.message for m in qwen.messages)
 
 
 async def test_an_instruction_that_names_nothing_in_a_long_file_edits_what_the_model_chooses(qwen):

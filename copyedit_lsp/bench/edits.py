@@ -132,12 +132,24 @@ def _error_row(item: EditItem, name: str, error: Exception) -> dict:
     return {"id": item.id, "mode": name, "exact": False, "passed": False, "error": f"{type(error).__name__}: {error}"}
 
 
+# What a row holds of the edited code: left out of the outputs (``texts`` off) of a set whose license
+# forbids copying its code into the project (CanItEdit's).
+TEXT_FIELDS = ("text", "program", "tokens")
+
+
+def figures_only(row: dict) -> dict:
+    """``row`` without :data:`TEXT_FIELDS`."""
+    return {key: value for key, value in row.items() if key not in TEXT_FIELDS}
+
+
 class RowLog:
     """A run's rows, appended to a JSONL file as each is measured (a killed run keeps them); with
-    ``resume`` the rows an earlier run of the same file wrote are read back and not measured again."""
+    ``resume`` the rows an earlier run of the same file wrote are read back and not measured again;
+    without ``texts``, the rows' figures only (:func:`figures_only`)."""
 
-    def __init__(self, path: Path, *, resume: bool = False):
+    def __init__(self, path: Path, *, resume: bool = False, texts: bool = True):
         self.path = path
+        self.texts = texts
         self.saved: dict[tuple[str, str, str], dict] = {}
         if resume and path.is_file():
             for line in path.read_text().splitlines():
@@ -156,7 +168,7 @@ class RowLog:
 
     def add(self, row: dict) -> None:
         with self.path.open("a") as out:
-            out.write(json.dumps(row) + "\n")
+            out.write(json.dumps(row if self.texts else figures_only(row)) + "\n")
 
 
 def first_divergence(
@@ -189,7 +201,9 @@ def _mark_divergences(
     for item in items:
         for name, reference in REFERENCES.items():
             row, base = by_key.get((item.id, name)), by_key.get((item.id, reference))
-            if row is None or base is None or "error" in row or "error" in base or row["tokens"] == base["tokens"]:
+            if row is None or base is None or "tokens" not in row or "tokens" not in base:
+                continue  # a row that raised, or one read back without its tokens
+            if row["tokens"] == base["tokens"]:
                 continue
             assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
             options = _options(reference, item, ordered=True, examples=examples, layout=layout)
@@ -521,10 +535,16 @@ def format_tables(result: dict) -> str:
     return "\n".join(out)
 
 
-def write_outputs(result: dict, out_dir: Path, stem: str = "edits") -> tuple[Path, Path, Path]:
-    """``<stem>.json.gz`` (every row: a run's JSON is large and compresses 20-fold), ``<stem>.md`` and
-    ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
-    json_path = write_json(result, out_dir, stem, indent=None, compress=True)
+def write_outputs(result: dict, out_dir: Path, stem: str = "edits", *, texts: bool = True) -> tuple[Path, Path, Path]:
+    """``<stem>.json.gz`` (every row, without ``texts`` its figures only: a run's JSON is large and
+    compresses 20-fold), ``<stem>.md`` and ``<stem>.png`` (exact and tests passed, speedup over rewrite)."""
+    kept = result
+    if not texts:
+        sets = {
+            name: entry | {"rows": list(map(figures_only, entry["rows"]))} for name, entry in result["sets"].items()
+        }
+        kept = result | {"sets": sets}
+    json_path = write_json(kept, out_dir, stem, indent=None, compress=True)
     md_path, png_path = Path(out_dir) / f"{stem}.md", Path(out_dir) / f"{stem}.png"
     md_path.write_text(format_tables(result) + "\n")
     figure, quality, speed = side_by_side()
