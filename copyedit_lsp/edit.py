@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Protocol, TypeVar
 
+from .asked import missing_definitions
 from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
 from .program import Gen, Op, Program
@@ -101,6 +102,7 @@ class EditResult:
     cut: str | None = None
     replaced: Program | None = None  # program mode's own program, where a rewrite replaced it (stats.fallback)
     loss: Loss | None = None  # code the text drops that the instruction did not ask to drop (never offered by default)
+    missing: tuple[str, ...] = ()  # definitions the instruction asks to add that the text lacks (never offered)
 
     @property
     def complete(self) -> bool:
@@ -122,6 +124,7 @@ FALLBACKS = {
     "syntax": "the program's text parses worse than the original",
     "loss": "the program dropped code the instruction did not ask to drop",
     "unchanged": "the program changed nothing (but whitespace at line ends)",
+    "missing": "the program does not define what the instruction asks to add",
     "selector": "the model has no apply selector: the change was merged by a lookup rewrite",
 }
 
@@ -328,14 +331,13 @@ def fall_back(
     stop: StopFlag | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> EditResult:
-    """``result`` with the code it loses (:func:`~copyedit_lsp.loss.lost_code`), or where program
-    mode's ``result`` must give way (``options.fallback``: its output was cut short, its text parses
-    worse than ``source``, loses code or is ``source`` unchanged, by :data:`FALLBACKS`) the edit decoded again by ``editor``
-    in ``mode``, the editor's rewrite with the base model, with the code that loses; the returned
-    result's stats add up both attempts and say why (``stats.fallback``)."""
-    loss = lost_code(source, result.text, options.language, instruction) if result.cut is None else None
-    if loss is not None:
-        result = replace(result, loss=loss)
+    """``result`` :func:`checked`, or where program mode's ``result`` must give way
+    (``options.fallback``: its output was cut short, its text parses worse than ``source``, loses
+    code, is ``source`` unchanged or lacks a definition the instruction asks to add, by
+    :data:`FALLBACKS`) the edit decoded again by ``editor`` in ``mode``, the editor's rewrite with
+    the base model, checked; the returned result's stats add up both attempts and say why
+    (``stats.fallback``)."""
+    result = checked(result, source, instruction, options.language)
     if not options.fallback or options.mode != "program":
         return result
     if result.cut is not None:
@@ -346,6 +348,8 @@ def fall_back(
         reason = "loss"
     elif same_code(result.text, source):
         reason = "unchanged"
+    elif result.missing:
+        reason = "missing"
     else:
         return result
     started = time.perf_counter()
@@ -354,8 +358,19 @@ def fall_back(
     rewrite = editor.edit(source, instruction, again, stop=stop, on_progress=on_progress)
     stats = replace(result.stats.plus(rewrite.stats), fallback=reason)
     stats.total_seconds = result.stats.total_seconds + time.perf_counter() - started
-    loss = lost_code(source, rewrite.text, options.language, instruction) if rewrite.cut is None else None
-    return EditResult(None, rewrite.text, stats, rewrite.tokens, rewrite.cut, replaced=result.program, loss=loss)
+    fallen = EditResult(None, rewrite.text, stats, rewrite.tokens, rewrite.cut, replaced=result.program)
+    return checked(fallen, source, instruction, options.language)
+
+
+def checked(result: EditResult, source: str, instruction: str, language: str) -> EditResult:
+    """``result`` with what its text loses of ``source`` (:func:`~copyedit_lsp.loss.lost_code`) and
+    the definitions ``instruction`` asks to add that it lacks (:func:`~copyedit_lsp.asked.missing_definitions`),
+    where it was not cut short."""
+    if result.cut is not None:
+        return result
+    loss = lost_code(source, result.text, language, instruction)
+    missing = missing_definitions(source, result.text, language, instruction)
+    return result if (loss, missing) == (result.loss, result.missing) else replace(result, loss=loss, missing=missing)
 
 
 T = TypeVar("T")

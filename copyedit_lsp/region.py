@@ -252,6 +252,11 @@ def refusal(
     return None
 
 
+def missing_refusal(missing: tuple[str, ...]) -> str:
+    """Why an edit that lacks a definition its instruction asks to add is not offered (:mod:`~copyedit_lsp.asked`)."""
+    return f"the result does not define {', '.join(missing)}, which the instruction asks to add"
+
+
 def loss_refusal(loss: Loss) -> str:
     """Why an edit that loses code is not offered as it is (:mod:`~copyedit_lsp.loss`)."""
     return f"the edit loses code: {loss.describe()}"

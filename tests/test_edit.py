@@ -76,3 +76,16 @@ def test_a_sound_program_an_unknown_language_or_fallback_off_keep_the_programs_t
     rewrite = EditOptions(mode="rewrite", language="javascript")
     assert fall_back(editor, broken, BEFORE, "Subtract.", rewrite, mode="lookup") is broken
     assert editor.calls == []
+
+
+def test_a_program_without_the_definition_asked_for_gives_way_and_the_rewrite_is_checked():
+    source = "def kilometers_to_miles(distance):\n    return distance * 0.621371\n"
+    added = source + "\n\ndef miles_to_kilometers(distance):\n    return distance / 0.621371\n"
+    asked = "Add a function called `miles_to_kilometers`."
+    first = EditResult(Program((Copy(1, 1), Gen("    return distance / 0.621371\n"))), source.replace("*", "/"),
+                       EditStats())  # fmt: skip
+    result = fall_back(ScriptedRewrite(added), first, source, asked, EditOptions(language="python"), mode="lookup")
+    assert result.stats.fallback == "missing" and result.text == added and result.missing == ()
+    again = fall_back(ScriptedRewrite(source.replace("*", "/")), first, source, asked, EditOptions(language="python"),
+                      mode="lookup")  # fmt: skip
+    assert again.stats.fallback == "missing" and again.missing == ("miles_to_kilometers",)

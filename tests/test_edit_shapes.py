@@ -1,9 +1,10 @@
 """Two shapes of edit the harness once lost, through ``copyedit apply`` with the real models in every
-mode: the result is right, or it is refused (exit 3 cut short, 4 loses code, 6 changes nothing) and
-nothing is written; never a wrong result reported as applied.
+mode: the result is right, or it is refused (exit 3 cut short, 4 loses code, 6 changes nothing, 7
+lacks the definition asked for) and nothing is written; never a wrong result reported as applied.
 
 * adding a function to a two-line file (rewrite and program mode once returned the file unchanged,
-  exit 0);
+  exit 0; the 0.5B's program rewrote the one function instead: :mod:`copyedit_lsp.asked` refuses
+  a result that lacks the definition asked for);
 * a JSDoc comment asked for one function of a module, the instruction naming it (``mergeDeep``: the
   loss guard once read its first letters as the verb "merge", so a result that dropped the
   function whole was applied).
@@ -25,7 +26,7 @@ from copyedit_lsp.scope import adds_syntax_errors
 SHAPES = Path(__file__).parent / "shapes"
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 MODES = ("program", "rewrite", "lookup")
-REFUSED = {3, 4, 6}  # cut short, loses code, changes nothing
+REFUSED = {3, 4, 6, 7}  # cut short, loses code, changes nothing, lacks the definition asked for
 
 ADD = "Add a function called `miles_to_kilometers` that takes a distance in miles and returns distance / 0.621371."
 JSDOC = (
