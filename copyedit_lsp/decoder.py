@@ -179,7 +179,7 @@ class Decoder:
         """Edit ``source`` by ``instruction`` (:class:`~copyedit_lsp.edit.Editor`).  Program modes run
         with the span selector's adapter, rewrite and lookup with the base model; a program cut
         short or parsing worse gives way to a lookup rewrite (:func:`~copyedit_lsp.edit.fall_back`)."""
-        examples = self.examples_for(options.mode, options.examples)
+        examples = self.examples_for(options)
         options.check(MODES, examples)
         prompt = self.prompt(source, instruction, options)
         result = self._decode(prompt, source, options, stop, on_progress)
@@ -265,7 +265,7 @@ class Decoder:
             mode=options.mode,
             splice=options.splice,
             language=options.language,
-            examples=self.examples_for(options.mode, options.examples),
+            examples=self.examples_for(options),
             layout=options.prompt_layout,
         )
         return self.llama.tokenize(text, special=True)
@@ -279,7 +279,7 @@ class Decoder:
         """Make the KV cache hold exactly the fixed prompt prefix of edits with ``options``
         (:class:`~copyedit_lsp.edit.Editor`): evaluated once, then restored from a snapshot."""
         self.prepare(options.mode)  # the mode's adapter first: changing it empties the cache
-        examples = self.examples_for(options.mode, options.examples)
+        examples = self.examples_for(options)
         key = (
             self.adapter_for(options.mode),
             options.mode in ("rewrite", "lookup"),
@@ -303,13 +303,12 @@ class Decoder:
         chosen = self.apply_selector if task == "apply" else self.selector
         return chosen.path if chosen is not None and mode in ("program", "forced") else None
 
-    def examples_for(self, mode: str, examples: str | None) -> str:
-        """``examples``, or when None the few-shot set ``mode``'s prompt uses with this decoder."""
-        if examples is not None:
-            return examples
-        if self.selector is not None and self.adapter_for(mode) is not None:
+    def examples_for(self, options: EditOptions) -> str:
+        """The few-shot set of an edit's prompt: the selector's where its adapter runs and the
+        options name none, else :attr:`~copyedit_lsp.edit.EditOptions.prompt_examples`."""
+        if options.examples is None and self.selector is not None and self.adapter_for(options.mode) is not None:
             return self.selector.examples
-        return "default"
+        return options.prompt_examples
 
     def prepare(self, mode: str, task: str = "edit") -> None:
         """Set the model's adapter for ``mode`` and ``task`` (:meth:`adapter_for`; a change empties

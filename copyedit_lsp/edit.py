@@ -19,7 +19,7 @@ from .asked import missing_definitions
 from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
 from .program import Gen, Op, Program
-from .prompt import EXAMPLE_SETS, FIRST_LAYOUT, Layout, SourceView
+from .prompt import EXAMPLE_SETS, Layout, SourceView, default_layout
 from .scope import adds_syntax_errors
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"  # the model an edit runs on unless a setting names another
@@ -186,12 +186,17 @@ class EditOptions:
     layout: Layout | None = None
 
     @property
+    def prompt_examples(self) -> str:
+        """The prompt's few-shot set: these options', else none in rewrite and lookup (the plain
+        request the model answers best: ``bench edits --layout``'s ablation), else the default set."""
+        if self.examples is not None:
+            return self.examples
+        return "none" if self.mode in ("rewrite", "lookup") else "default"
+
+    @property
     def prompt_layout(self) -> Layout:
-        """The layout of the prompt: these options', else in the program modes the first layout (the
-        selectors were trained with it), else the default :class:`~copyedit_lsp.prompt.Layout`."""
-        if self.layout is not None:
-            return self.layout
-        return Layout() if self.mode in ("rewrite", "lookup") else FIRST_LAYOUT
+        """The layout of the prompt: these options', else the mode's (:func:`~copyedit_lsp.prompt.default_layout`)."""
+        return self.layout or default_layout(self.mode)
 
     def check(self, modes: Sequence[str], examples: str) -> None:
         """Raise ValueError unless the mode is one of ``modes``, the splice and the example set

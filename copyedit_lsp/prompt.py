@@ -98,6 +98,13 @@ class Layout:
 # The layout a span selector was trained with (its programs read this order).
 FIRST_LAYOUT = Layout("instruction-first", "first", True)
 
+
+def default_layout(mode: str) -> Layout:
+    """The layout of ``mode``'s prompt unless one is named: :class:`Layout`'s defaults where the
+    model writes code (rewrite, lookup), else the first layout (the selectors were trained with it)."""
+    return Layout() if mode in ("rewrite", "lookup") else FIRST_LAYOUT
+
+
 # Hand-written examples (never taken from evaluation data): (language, instruction, before, after).
 EXAMPLES = (
     (
@@ -202,7 +209,7 @@ def program_messages(
 
 
 def rewrite_messages(
-    instruction: str, source: str, language: str, examples: str = "default", layout: Layout = Layout()
+    instruction: str, source: str, language: str, examples: str = "none", layout: Layout = Layout()
 ) -> list[dict[str, str]]:
     """Chat messages for rewrite mode; the answer continues after :func:`rewrite_prefix` (``layout.fence``)."""
     system = REWRITE_SYSTEMS[layout.system].format(language=f"{language} " if language else "")
@@ -430,10 +437,19 @@ class ChatTemplate:
         return self.render(apply_messages(source, change, instruction), program_prefix())
 
     def edit_prompt(
-        self, source: str, instruction: str, *, mode: str, splice: str, language: str, examples: str, layout: Layout
+        self,
+        source: str,
+        instruction: str,
+        *,
+        mode: str,
+        splice: str,
+        language: str,
+        examples: str,
+        layout: Layout | None = None,
     ) -> str:
-        """The prompt text of an edit in ``mode`` laid out as ``layout``: rewrite and lookup write
-        code, the others programs."""
+        """The prompt text of an edit in ``mode`` laid out as ``layout`` (None: :func:`default_layout`):
+        rewrite and lookup write code, the others programs."""
+        layout = layout or default_layout(mode)
         if mode in ("rewrite", "lookup"):
             prefix = rewrite_prefix(language) if layout.fence else ""
             return self.render(rewrite_messages(instruction, source, language, examples, layout), prefix)

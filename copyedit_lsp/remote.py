@@ -375,7 +375,7 @@ class RemoteDecoder:
             mode=options.mode,
             splice=options.splice,
             language=options.language,
-            examples=options.examples or "default",
+            examples=options.prompt_examples,
             layout=options.prompt_layout,
         )
 
@@ -391,7 +391,7 @@ class RemoteDecoder:
         """Edit ``source`` by ``instruction`` as the local decoder does, one request per copy
         (:class:`~copyedit_lsp.edit.Editor`; the local decoder's speedups and copy check do not
         apply: a completions server returns no logits of the copied lines)."""
-        options.check(REMOTE_MODES, options.examples or "default")
+        options.check(REMOTE_MODES, options.prompt_examples)
         started = time.perf_counter()
         session = _Session(self, EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress))
         prompt = self._prompt(source, instruction, options)

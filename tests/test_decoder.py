@@ -265,7 +265,7 @@ def test_second_edit_reuses_the_prompt_prefix(tiny):
         first.stats.prefill_tokens + first.stats.prefix_reused_tokens
         == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
     )
-    examples = rewrite_messages("", "", "")[:-1]  # the system prompt and the examples
+    examples = rewrite_messages("", "", "python")[:-1]  # the system prompt (rewrite has no examples)
     shared = tiny.llama.tokenize(tiny.template.render(examples, ""), special=True)
     assert second.stats.prefix_cache_hit
     assert second.stats.prefix_reused_tokens >= len(shared) - 2  # system prompt and examples not re-evaluated
