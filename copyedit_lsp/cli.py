@@ -360,10 +360,10 @@ def _apply_change(args: argparse.Namespace) -> int:
 
 def _refused(args: argparse.Namespace, result, text: str, edited: str) -> int:
     """The exit status of a result ``edited`` of ``text`` not to be written (3: cut short, 4: it
-    loses code, 6: it changes nothing, 7: it lacks a definition the instruction asks to add), said
+    loses code, 6: it changes nothing, 7: it is not what the instruction asks), said
     on stderr; else 0."""
     from .edit import CUTS
-    from .region import UNCHANGED, loss_refusal, missing_refusal
+    from .region import UNCHANGED, loss_refusal, mismatch_refusal
 
     if result.cut is not None and not args.allow_incomplete:
         print(
@@ -378,8 +378,8 @@ def _refused(args: argparse.Namespace, result, text: str, edited: str) -> int:
     if edited == text:
         print(f"copyedit: {UNCHANGED}", file=sys.stderr)
         return 6
-    if result.missing:
-        print(f"copyedit: {missing_refusal(result.missing)}; nothing was written", file=sys.stderr)
+    if result.mismatch:
+        print(f"copyedit: {mismatch_refusal(result.mismatch)}; nothing was written", file=sys.stderr)
         return 7
     return 0
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Protocol, TypeVar
 
-from .asked import missing_definitions
+from .asked import mismatch
 from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
 from .program import Gen, Op, Program
@@ -102,7 +102,7 @@ class EditResult:
     cut: str | None = None
     replaced: Program | None = None  # program mode's own program, where a rewrite replaced it (stats.fallback)
     loss: Loss | None = None  # code the text drops that the instruction did not ask to drop (never offered by default)
-    missing: tuple[str, ...] = ()  # definitions the instruction asks to add that the text lacks (never offered)
+    mismatch: str | None = None  # why the text is not what the instruction asks, where the code tells (never offered)
 
     @property
     def complete(self) -> bool:
@@ -124,7 +124,8 @@ FALLBACKS = {
     "syntax": "the program's text parses worse than the original",
     "loss": "the program dropped code the instruction did not ask to drop",
     "unchanged": "the program changed nothing (but whitespace at line ends)",
-    "missing": "the program does not define what the instruction asks to add",
+    "mismatch": "the program is not what the instruction asks (a definition it asks to add missing, or code changed "
+    "where it asks for documentation alone)",
     "selector": "the model has no apply selector: the change was merged by a lookup rewrite",
 }
 
@@ -353,8 +354,8 @@ def fall_back(
         reason = "loss"
     elif same_code(result.text, source):
         reason = "unchanged"
-    elif result.missing:
-        reason = "missing"
+    elif result.mismatch:
+        reason = "mismatch"
     else:
         return result
     started = time.perf_counter()
@@ -369,13 +370,13 @@ def fall_back(
 
 def checked(result: EditResult, source: str, instruction: str, language: str) -> EditResult:
     """``result`` with what its text loses of ``source`` (:func:`~copyedit_lsp.loss.lost_code`) and
-    the definitions ``instruction`` asks to add that it lacks (:func:`~copyedit_lsp.asked.missing_definitions`),
+    why it is not what ``instruction`` asks (:func:`~copyedit_lsp.asked.mismatch`),
     where it was not cut short."""
     if result.cut is not None:
         return result
     loss = lost_code(source, result.text, language, instruction)
-    missing = missing_definitions(source, result.text, language, instruction)
-    return result if (loss, missing) == (result.loss, result.missing) else replace(result, loss=loss, missing=missing)
+    unlike = mismatch(source, result.text, language, instruction)
+    return result if (loss, unlike) == (result.loss, result.mismatch) else replace(result, loss=loss, mismatch=unlike)
 
 
 T = TypeVar("T")

@@ -1,8 +1,10 @@
 """The guard against lost code: what an edit's result drops that its instruction did not ask to drop.
 
 A **loss** is a definition (function, class, method) of the input whose name the result no longer
-defines and whose header line it no longer holds, or a run of :data:`RUN_LINES` or more consecutive non-blank input lines that the result no
-longer holds (anywhere, whitespace aside) and that nothing written in their place stands in for.
+defines and whose header line it no longer holds (a definition of a new name in its place is a
+rename, unless the instruction asks to add that name: then it was replaced, not renamed), or a run
+of :data:`RUN_LINES` or more consecutive non-blank input lines that the result no longer holds
+(anywhere, whitespace aside) and that nothing written in their place stands in for.
 Lines replaced by new ones count as rewritten, up to :data:`LINES_PER_WRITTEN` input lines for each
 line written: a gen of one line does not rewrite seventy.  A loss the instruction asks for is none:
 a sentence of the instruction says remove, delete, drop, inline, merge, replace or rename (the English
@@ -19,6 +21,7 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from .asked import asked_definitions
 from .resolver import split_lines
 from .scope import Definition, definitions
 
@@ -72,7 +75,8 @@ def lost_code(
     stripped_old, stripped_new = [line.strip() for line in old], [line.strip() for line in new]
     matcher = difflib.SequenceMatcher(None, stripped_old, stripped_new, autojunk=False)
     images = _images(matcher, len(old))
-    renamed = [d for d in new_definitions if d.name not in {o.name for o in old_definitions}]
+    added = set(asked_definitions(instruction))  # asked for as new: never a rename of a lost one
+    renamed = [d for d in new_definitions if d.name not in {o.name for o in old_definitions} | added]
     lost_definitions = [
         d
         for d in old_definitions

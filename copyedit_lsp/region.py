@@ -252,9 +252,9 @@ def refusal(
     return None
 
 
-def missing_refusal(missing: tuple[str, ...]) -> str:
-    """Why an edit that lacks a definition its instruction asks to add is not offered (:mod:`~copyedit_lsp.asked`)."""
-    return f"the result does not define {', '.join(missing)}, which the instruction asks to add"
+def mismatch_refusal(reason: str) -> str:
+    """Why an edit that is not what its instruction asks is not offered (:func:`~copyedit_lsp.asked.mismatch`)."""
+    return f"the result is not what the instruction asks: {reason}"
 
 
 def loss_refusal(loss: Loss) -> str:

@@ -45,7 +45,7 @@ from .region import (
     choice_names,
     chunk_lines,
     loss_refusal,
-    missing_refusal,
+    mismatch_refusal,
     narrowed_scope,
     parse_arguments,
     plan_region,
@@ -485,8 +485,8 @@ async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> 
     )  # fmt: skip
     if reason is None and edited.refused:
         reason = edited.refused
-    if reason is None and result.missing:
-        reason = missing_refusal(result.missing)
+    if reason is None and result.mismatch:
+        reason = mismatch_refusal(result.mismatch)
     if reason is None and result.loss is not None and not await _take_loss(ls, result.loss):
         reason = loss_refusal(result.loss)
     if not _unchanged(ls, uri, document, version, text):  # read last, on the loop: nothing can come between

@@ -245,3 +245,13 @@ def test_a_name_that_starts_with_a_removal_verb_asks_for_no_removal():
     python = "def remove(items, item):\n    items.remove(item)\n    return items\n\n\ndef size(items):\n    return len(items)\n"
     assert lost_code(python, without(python, 1, 5), "python", "Fix remove so it returns a copy.") is not None
     assert lost_code(python, without(python, 1, 5), "python", "Remove remove.") is None
+
+
+def test_a_definition_replaced_by_the_one_asked_for_is_lost_not_renamed():
+    """Asked to add ``miles_to_kilometers``, the 0.5B's rewrite wrote it where
+    ``kilometers_to_miles`` was: not a rename (the instruction asks for the new name as an addition)."""
+    before = "def kilometers_to_miles(distance):\n    return distance * 0.621371\n"
+    replaced = "def miles_to_kilometers(distance):\n    return distance / 0.621371\n"
+    asked = "Add a function called `miles_to_kilometers` that returns distance / 0.621371."
+    assert lost_code(before, replaced, "python", asked).definitions == ("kilometers_to_miles",)
+    assert lost_code(before, replaced, "python", "Rename kilometers_to_miles and invert it.") is None

@@ -81,7 +81,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float, text: st
     """The row of ``result``, whose edited document is ``text``; an edit that loses code is not offered
     (the document stays as it was), and its tests run on what is offered."""
     stats = result.stats
-    offered = item.before if result.loss is not None or result.missing else text
+    offered = item.before if result.loss is not None or result.mismatch else text
     tests = run_tests(item, offered, timeout=timeout).outcome
     offered_loss = lost_code(item.before, offered, item.language, item.instruction)
     row = {
@@ -90,7 +90,7 @@ def _row(item: EditItem, name: str, result: EditResult, timeout: float, text: st
         "exact": offered == item.after,
         "text": text,
         "refused": result.loss.describe() if result.loss is not None else None,  # lost code: not offered
-        "missing": list(result.missing),  # definitions asked for and not written: not offered
+        "mismatch": result.mismatch,  # not what the instruction asks (asked.mismatch): not offered
         "lines_lost": offered_loss.lines if offered_loss is not None else 0,  # by what is offered (0 by design)
         "passed": tests.passed,
         "tests": tests,  # an Outcome: passed, failed, could_not_run or no_tests
