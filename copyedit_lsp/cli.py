@@ -983,12 +983,8 @@ def _add_bench_edits(bench) -> None:
         default=None,
         help="the prompt's few-shot examples (default: the selector's set in program modes, else default)",
     )
-    edits.add_argument(
-        "--layout",
-        type=_layout,
-        help="the prompt's layout, comma-separated parts: code-first or instruction-first, the system "
-        "text (plain or first), fence or nofence (default: the decoder's choice for the mode)",
-    )
+    layout = "the prompt's layout: code-first|instruction-first, plain|first, fence|nofence (default: the mode's)"
+    edits.add_argument("--layout", type=_layout, help=layout)
     edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
     edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
     edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
@@ -998,12 +994,8 @@ def _add_bench_edits(bench) -> None:
         action="store_true",
         help="keep the rows <out>/<name>.rows.jsonl holds (a run that stopped) and measure only the others",
     )
-    edits.add_argument(
-        "--no-texts",
-        action="store_true",
-        help="leave the edited texts, programs and tokens out of the outputs (a set whose license "
-        "forbids copying its code, CanItEdit's)",
-    )
+    texts = "outputs without the edited texts, programs and tokens (a set whose license forbids copying its code)"
+    edits.add_argument("--no-texts", action="store_true", help=texts)
     edits.add_argument("--json", action="store_true")
     edits.set_defaults(func=cmd_bench_edits)
 

@@ -78,10 +78,11 @@ REMOTE_REFERENCES["remote-program"] = "program-unchecked"  # a completions serve
 
 
 def _row(item: EditItem, name: str, result: EditResult, timeout: float, text: str) -> dict:
-    """The row of ``result``, whose edited document is ``text``; an edit that loses code is not offered
-    (the document stays as it was), and its tests run on what is offered."""
+    """The row of ``result``, whose edited document is ``text``; an edit that loses code, is not what
+    the instruction asks or was cut short is not offered (the document stays as it was), and its
+    tests run on what is offered."""
     stats = result.stats
-    offered = item.before if result.loss is not None or result.mismatch else text
+    offered = item.before if result.loss is not None or result.mismatch or result.cut else text
     tests = run_tests(item, offered, timeout=timeout).outcome
     offered_loss = lost_code(item.before, offered, item.language, item.instruction)
     row = {

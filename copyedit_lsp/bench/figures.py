@@ -32,6 +32,7 @@ FIGURES = (
     Figure("whole files, Python, 40", "files-0.5b", "humanevalfix-python-files"),
     Figure("whole files, JavaScript, 40", "files-0.5b", "humanevalfix-js-files"),
     Figure("HumanEvalFix Python, first 40", "hef-python-1.5b", "humanevalfix-python"),
+    Figure("CanItEdit, report split (84)", "canitedit-report-1.5b", "../shared/data/canitedit/test.jsonl"),
 )
 
 
