@@ -339,8 +339,8 @@ def fall_back(
 ) -> EditResult:
     """``result`` :func:`checked`, or where program mode's ``result`` must give way
     (``options.fallback``: its output was cut short, its text parses worse than ``source``, loses
-    code, is ``source`` unchanged or lacks a definition the instruction asks to add, by
-    :data:`FALLBACKS`) the edit decoded again by ``editor`` in ``mode``, the editor's rewrite with
+    code, is ``source`` unchanged or is not what the instruction asks (:func:`~copyedit_lsp.asked.mismatch`),
+    by :data:`FALLBACKS`) the edit decoded again by ``editor`` in ``mode``, the editor's rewrite with
     the base model, checked; the returned result's stats add up both attempts and say why
     (``stats.fallback``)."""
     result = checked(result, source, instruction, options.language)
