@@ -54,7 +54,6 @@ REWRITE_SYSTEMS = {
     "first": "You edit code. You get an instruction and the code.\n"
     "Answer with the complete edited code in one code block, and nothing else.",
 }
-PROGRAM_SYSTEMS = {"plain": PROGRAM_SYSTEM, "first": PROGRAM_SYSTEM}
 ORDERS = ("code-first", "instruction-first")
 
 
@@ -195,7 +194,7 @@ def program_messages(
     instruction: str, source: str, *, splice: bool, examples: str = "default", layout: Layout = FIRST_LAYOUT
 ) -> list[dict[str, str]]:
     """Chat messages for program mode; the answer continues after :func:`program_prefix`."""
-    messages = [{"role": "system", "content": PROGRAM_SYSTEMS[layout.system]}]
+    messages = [{"role": "system", "content": PROGRAM_SYSTEM}]  # its format, whatever the layout's system
     for _, example_instruction, before, after in EXAMPLE_SETS[examples]:
         view = SourceView.of(before)
         answer = model_text(oracle_program(before, after), view, splice=splice) + "</program>"
