@@ -774,7 +774,7 @@ def _add_serve_command(commands) -> None:
         "--no-shortcut",
         dest="shortcut",
         action="store_false",
-        help="run the model even where the deterministic merge places every block or hunk",
+        help="run the model even where the anchors or the code's structure place the whole change",
     )
     _add_model_arguments(serve)
     _add_remote_arguments(serve)
@@ -798,7 +798,7 @@ def _add_change_arguments(apply: argparse.ArgumentParser) -> None:
         "--no-shortcut",
         dest="shortcut",
         action="store_false",
-        help="with --change: run the model even where the deterministic merge places every block or hunk",
+        help="with --change: run the model even where the anchors or the code's structure place the whole change",
     )
 
 

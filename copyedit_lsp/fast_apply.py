@@ -4,8 +4,10 @@ checked before anyone is offered it.
 Before the model runs, a change is refused (:class:`~copyedit_lsp.change.ChangeError`) whose code
 is another language's, or whose search/replace blocks or diff hunks the deterministic merge
 (:mod:`.merge`) finds nowhere or in more than one place (unless ``partial``: the rest is applied).
-The merge's program is the decoder's draft (kept only where the model chooses the same ops, so the
-result is the model's).  The result is then checked: every part of the change must show in it
+A snippet whose items structure places (:mod:`.structure`: by the definitions its code names) is
+placed so, else by the merge's anchors.  Where the placement answers alone (:func:`answers_alone`)
+no model runs; else its program is the decoder's draft (kept only where the model chooses the same
+ops, so the result is the model's).  The result is then checked: every part of the change must show in it
 (:func:`unplaced_parts`; else the apply is refused, or with ``partial`` taken with the parts
 named), it may lose no code but what the change deletes on purpose
 (:func:`~copyedit_lsp.loss.lost_code`), and it may parse no worse than the file (a misplaced
@@ -26,6 +28,7 @@ from .merge import Merged, merge
 from .prompt import alike
 from .resolver import split_lines
 from .scope import LANGUAGES, adds_syntax_errors, syntax_errors
+from .structure import place
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class ApplyOutcome:
 
 
 def apply_change(
-    applier: Editor,
+    applier: Editor | None,
     text: str,
     change: Change,
     options: EditOptions,
@@ -80,7 +83,8 @@ def apply_change(
     """``change`` merged into ``text`` by ``applier``'s apply program, checked; raises
     :class:`~copyedit_lsp.change.ChangeError` for a change that cannot be applied.  With
     ``shortcut``, a change the merge places unambiguously (:func:`answers_alone`) is the merge's,
-    without the model (its stats' mode says ``merge``)."""
+    without the model (its stats' mode says ``merge`` or ``structure``); without an ``applier``,
+    a change that only the model would merge is refused."""
     other = other_language(change, text, options.language)
     if other is not None:
         raise ChangeError(f"the change's code reads as {other}, not {options.language}")
@@ -95,18 +99,42 @@ def apply_change(
         merged = merge(text, change)
     else:
         full = change
+    if change.form in ("snippet", "file") and (structured := place(text, change, options.language)) is not None:
+        by_structure = EditResult(structured.program, structured.text, EditStats(mode="structure"))
+        outcome = _checked(by_structure, text, full, change, structured, options.language, instruction, anchored)
+        if outcome.complete:  # structure's placement passes every check: it answers, or drafts the model's
+            if shortcut:
+                return outcome
+            merged = structured
     if shortcut and answers_alone(change, merged) and merged.program is not None:
-        result = EditResult(merged.program, merged.text, EditStats(mode="merge"))
+        result = EditResult(merged.program, merged.text, EditStats(mode=merged.placed_by))
+    elif applier is None:
+        raise ChangeError("neither its anchors nor the code's structure place it: only the model would merge it")
     else:
         result = applier.apply(
             text, change, options, instruction=instruction, plan=merged.program, stop=stop, on_progress=on_progress
         )
+    return _checked(result, text, full, change, merged, options.language, instruction, anchored)
+
+
+def _checked(
+    result: EditResult,
+    text: str,
+    full: Change,
+    change: Change,
+    merged: Merged,
+    language: str,
+    instruction: str,
+    anchored: Sequence[str],
+) -> ApplyOutcome:
+    """``result``, ``change`` (of ``full``, less the ``anchored`` parts not placed) merged into
+    ``text``, checked: the code it loses, the parts it lacks, the lines it invents, its syntax."""
     if result.cut is None:
-        result = replace(result, loss=apply_loss(text, result.text, change, options.language, instruction))
+        result = replace(result, loss=apply_loss(text, result.text, change, language, instruction, merged.deleted))
+    named = {part.split(": ", 1)[0] for part in anchored}
     lacking = [part for part in unplaced_parts(full, text, result.text) if part.split(": ", 1)[0] not in named]
-    unplaced = (*anchored, *lacking)
-    worse = result.cut is None and adds_syntax_errors(text, result.text, options.language)
-    return ApplyOutcome(result, unplaced, merged, invented_lines(text, result.text, change), worse)
+    worse = result.cut is None and adds_syntax_errors(text, result.text, language)
+    return ApplyOutcome(result, (*anchored, *lacking), merged, invented_lines(text, result.text, change), worse)
 
 
 def invented_lines(before: str, after: str, change: Change) -> tuple[str, ...]:
@@ -118,8 +146,10 @@ def invented_lines(before: str, after: str, change: Change) -> tuple[str, ...]:
 
 def answers_alone(change: Change, merged: Merged) -> bool:
     """Whether the merge's answer needs no model: search/replace blocks, diff hunks or a whole file
-    (explicit anchors, never a snippet's guessed edges), every one placed once."""
-    return change.form != "snippet" and merged.program is not None and not merged.unplaced
+    (explicit anchors, never a snippet's guessed edges), every one placed once, or a snippet placed
+    by structure (:mod:`.structure`)."""
+    placed = merged.program is not None and not merged.unplaced
+    return placed and (change.form != "snippet" or merged.placed_by == "structure")
 
 
 def other_language(change: Change, text: str, language: str) -> str | None:
@@ -136,12 +166,20 @@ def other_language(change: Change, text: str, language: str) -> str | None:
     )
 
 
-def apply_loss(before: str, after: str, change: Change, language: str, instruction: str = "") -> Loss | None:
-    """What ``after`` loses of ``before`` that ``change`` does not delete: the edit's loss
-    (:func:`~copyedit_lsp.loss.lost_code`) and, stricter, every single line dropped
-    (:func:`dropped_lines`), for a change says exactly what it replaces."""
-    loss = lost_code(before, after, language, instruction, change.deleted())
-    dropped = dropped_lines(before, after, change)
+def apply_loss(
+    before: str,
+    after: str,
+    change: Change,
+    language: str,
+    instruction: str = "",
+    replaced: frozenset[str] = frozenset(),
+) -> Loss | None:
+    """What ``after`` loses of ``before`` that ``change`` does not delete (nor ``replaced``, the
+    lines of definitions it gives whole): the edit's loss (:func:`~copyedit_lsp.loss.lost_code`)
+    and, stricter, every single line dropped (:func:`dropped_lines`), for a change says exactly
+    what it replaces."""
+    loss = lost_code(before, after, language, instruction, change.deleted() | replaced)
+    dropped = dropped_lines(before, after, change, replaced)
     if not dropped:
         return loss
     runs: list[tuple[int, int]] = []
@@ -155,15 +193,15 @@ def apply_loss(before: str, after: str, change: Change, language: str, instructi
     return Loss(loss.definitions, tuple(sorted({*loss.runs, *runs})), max(loss.lines, len(dropped)))
 
 
-def dropped_lines(before: str, after: str, change: Change) -> list[int]:
+def dropped_lines(before: str, after: str, change: Change, replaced: frozenset[str] = frozenset()) -> list[int]:
     """The lines of ``before`` (1-based, not blank) that ``after`` holds fewer times (whitespace
-    aside) and that ``change`` neither deletes (:meth:`~copyedit_lsp.change.Change.deleted`) nor
-    rewrites: none of its new lines (not the file's) reads like it."""
+    aside) and that ``change`` neither deletes (:meth:`~copyedit_lsp.change.Change.deleted`, or
+    ``replaced``) nor rewrites: none of its new lines (not the file's) reads like it."""
     old = split_lines(before)
     held = Counter(line.strip() for line in split_lines(after) if line.strip())
     known = {line.strip() for line in old}
     new = [key for line in change.lines if not line.marker and (key := line.text.strip()) and key not in known]
-    deleted = change.deleted()
+    deleted = change.deleted() | replaced
     dropped = []
     for number, line in enumerate(old, 1):
         key = line.strip()

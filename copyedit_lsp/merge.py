@@ -32,6 +32,10 @@ class Merged:
     program: Program | None
     text: str
     unplaced: tuple[str, ...] = ()
+    placed_by: str = "merge"  # or "structure" (:mod:`.structure`)
+    deleted: frozenset[str] = (
+        frozenset()
+    )  # lines (stripped) of definitions the change gives whole that they no longer hold
 
 
 def merge(text: str, change: Change) -> Merged:
@@ -43,7 +47,7 @@ def merge(text: str, change: Change) -> Merged:
     if change.form == "file":
         merged, placed = list(change_lines(change)), 1
     elif change.form == "snippet":
-        merged, placed, unplaced = _snippet(lines, change)
+        merged, placed, unplaced = merge_snippet(lines, change)
     else:
         merged, placed, unplaced = _pieces(lines, change)
     after = "".join(merged)
@@ -59,7 +63,7 @@ def anchors(line: str) -> bool:
     return len(_WORD.findall(line)) >= 2 and sum(c.isalnum() for c in line) >= 5
 
 
-def _shift(ours: str, theirs: str) -> str:
+def indent_shift(ours: str, theirs: str) -> str:
     """The indentation that turns the change's line ``theirs`` into the file's ``ours``: a
     prefix to add, or as ``-X`` one to remove ("" for none)."""
     mine, given = ours[: len(ours) - len(ours.lstrip())], theirs[: len(theirs) - len(theirs.lstrip())]
@@ -78,13 +82,13 @@ def _find(lines: list[str], anchor: tuple[str, ...], hint: int | None) -> tuple[
             found = [min(found, key=lambda i: abs(i - hint))]
         if len(found) == 1:
             first = next((k for k in range(n) if anchor[k].strip()), 0)
-            return found[0], _shift(lines[found[0] + first], anchor[first])
+            return found[0], indent_shift(lines[found[0] + first], anchor[first])
         if len(found) > 1:
             return f"matches {len(found)} places (lines {', '.join(str(i + 1) for i in found[:5])})"
     return "matches nowhere in the file"
 
 
-def _shifted(text: str, shift: str) -> str:
+def reindented(text: str, shift: str) -> str:
     """``text`` re-indented: ``shift`` added to each non-blank line, or, as ``-X``, X removed."""
     if not shift:
         return text
@@ -103,7 +107,7 @@ def _pieces(lines: list[str], change: Change) -> tuple[list[str], int, list[str]
             unplaced.append(f"{change.piece_name(number)}: {where}")
             continue
         start, shift = where
-        new = [_shifted(line.text, shift) for line in change.lines[piece.first - 1 : piece.last]]
+        new = [reindented(line.text, shift) for line in change.lines[piece.first - 1 : piece.last]]
         overlap = next((p for p in placed if p[0] < start + len(piece.anchor) and start < p[1]), None)
         if overlap is not None:
             unplaced.append(f"{change.piece_name(number)}: overlaps another at line {start + 1}")
@@ -124,7 +128,7 @@ def _place(lines: list[str], piece: Piece) -> tuple[int, str] | str:
     return _find(lines, piece.anchor, hint)
 
 
-def _snippet(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
+def merge_snippet(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
     """Each part of a snippet (between markers) over the file lines from its first to its last
     line found there (past the previous part); the file's lines around the parts kept, but for
     the few (:data:`EDGE`) before a first part no marker precedes, or after a last part no marker
@@ -145,7 +149,7 @@ def _snippet(lines: list[str], change: Change) -> tuple[list[str], int, list[str
             start = 0
         if marked and part is parts[-1] and len(lines) - end <= EDGE:
             end = len(lines)
-        merged += lines[cursor:start] + [_shifted(line, shift) for line in part]
+        merged += lines[cursor:start] + [reindented(line, shift) for line in part]
         cursor, placed = end, placed + 1
     return merged + lines[cursor:], placed, unplaced
 
@@ -178,7 +182,7 @@ def _span(lines: list[str], cursor: int, part: list[str]) -> tuple[int, int, str
         above, start = above - 1, start - 1
     while below < len(part) and end < len(lines) and _rewrites(part[below], lines[end]):
         below, end = below + 1, end + 1
-    return start, end, _shift(lines[cursor + blocks[0].a], part[blocks[0].b])
+    return start, end, indent_shift(lines[cursor + blocks[0].a], part[blocks[0].b])
 
 
 def _near(upper: difflib.Match, lower: difflib.Match) -> bool:

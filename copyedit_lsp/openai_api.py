@@ -53,7 +53,7 @@ class ServeOptions:
     port: int = 8787
     api_key: str | None = None
     max_request_bytes: int = 4_000_000
-    shortcut: bool = True  # the deterministic merge answers where it places every block or hunk
+    shortcut: bool = True  # no model where the anchors or the structure place the whole change (fast_apply)
 
 
 class RequestError(Exception):

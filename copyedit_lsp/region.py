@@ -52,7 +52,7 @@ class ApplyArguments:
     range: Range | None = None
     form: str | None = None  # snippet, search-replace, diff or file (None: told from the change)
     partial: bool = False  # apply what can be placed, name the rest
-    shortcut: bool = True  # the deterministic merge answers where it places every block or hunk
+    shortcut: bool = True  # no model where the anchors or the structure place the whole change (fast_apply)
     instruction: str | None = None  # what the change is for (context for the model)
 
 

@@ -257,11 +257,17 @@ def test_an_apply_may_drop_no_single_line_the_change_does_not_replace():
     assert apply_loss(FILE, good.replace("import os\n", ""), blocks, "python") is None
 
 
-def test_the_shortcut_answers_with_the_merge_only_where_it_places_every_block():
+def test_the_shortcut_answers_without_the_model_only_where_anchors_or_structure_place_everything():
+    """Blocks placed by their anchors and a snippet placed by the definitions it names answer
+    alone; a snippet that changes a line outside every definition goes to the model."""
     blocks, snippet = read_change(BLOCKS), read_change("# ...\n    def get(self, key):\n        return 0\n# ...\n")
     scripted = Scripted(FILE)
     taken = apply_change(scripted, FILE, blocks, EditOptions(language="python"), shortcut=True)
     assert scripted.plans == [] and taken.complete and taken.result.stats.mode == "merge"
     assert taken.result.text == merge(FILE, blocks).text
-    apply_change(scripted, FILE, snippet, EditOptions(language="python"), shortcut=True)  # a snippet: the model
-    assert scripted.plans == [merge(FILE, snippet).program]
+    placed = apply_change(scripted, FILE, snippet, EditOptions(language="python"), shortcut=True)
+    assert scripted.plans == [] and placed.complete and placed.result.stats.mode == "structure"
+    assert placed.result.text == FILE.replace("return self.data[key]", "return 0")
+    loose = read_change("import os, sys\n# ...\n    def get(self, key):\n        return 0\n# ...\n")
+    apply_change(scripted, FILE, loose, EditOptions(language="python"), shortcut=True)  # structure says nothing
+    assert scripted.plans == [merge(FILE, loose).program]

@@ -566,8 +566,8 @@ async def test_apply_merges_blocks_reviewed_hunk_by_hunk_one_rejected(qwen):
 
 
 async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
-    """A lazy snippet that rewrites a function, merged by the shipped apply selector's program (a
-    snippet never takes the merge's shortcut): two hunks to confirm (the docstring, the return),
+    """A lazy snippet that rewrites a function, placed by the code's structure (the function given
+    whole replaces the file's; no model token): two hunks to confirm (the docstring, the return),
     the client takes the first only, and the file is the first alone, every other line as it was."""
     uri = "file:///tmp/stats_snippet.py"
     text = open_stats(qwen, uri)
@@ -576,6 +576,7 @@ async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
     answer = await run_apply(qwen, {"uri": uri, "change": VARIANCE_SNIPPET})
     assert answer["applied"] is True and answer["hunks"] == [1] and answer["edits"] == 2, answer
     assert answer["text"] == docstring.replace("/ len(values)\n", "/ (len(values) - 1)\n")
+    assert answer["stats"]["mode"] == "structure" and answer["stats"]["outputTokens"] == 0
     (change,) = qwen.applied[-1].edit.document_changes
     assert [e.annotation_id for e in change.edits] == ["hunk-1", "hunk-2"]
     assert apply_lsp_edits(text, change.edits[:1]) == docstring

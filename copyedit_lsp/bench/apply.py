@@ -2,7 +2,8 @@
 every form, merged into the file, scored against the gold, item by item, the modes interleaved.
 
 Modes (:data:`MODES`): ``merge``, the deterministic merge (:mod:`~copyedit_lsp.merge`), the
-baseline; ``program``, the model's apply program as a user gets it (:func:`~copyedit_lsp.fast_apply.apply_change`:
+baseline; ``structure``, the apply without a model (blocks and hunks by their anchors, snippets by
+the code's structure, :mod:`~copyedit_lsp.structure`; checked as every apply is, the rest refused); ``program``, the model's apply program as a user gets it (:func:`~copyedit_lsp.fast_apply.apply_change`:
 drafted from the merge, refused where a part is not placed or code is lost; the merge never
 answers for it); ``oracle``, the oracle apply program in forced mode (what a perfect selector
 costs); ``rewrite``, the base model writing the merged file out given the change (as FastApply
@@ -46,19 +47,19 @@ if TYPE_CHECKING:
 
 LOCAL_MODES = ("program", "oracle", "rewrite", "lookup")
 REMOTE_MODES = ("remote-program", "remote-oracle", "remote-rewrite")
-MODES = ("merge", *LOCAL_MODES, *REMOTE_MODES)
+MODES = ("merge", "structure", *LOCAL_MODES, *REMOTE_MODES)
 
 
 def runner_of(mode: str) -> tuple[str | None, str]:
     """Who runs ``mode`` and the mode it runs: ``("local", "program")``, ``("remote", "program")``
     for ``remote-program``, ``("qwen2.5-coder-1.5b", "program")`` for ``program@qwen2.5-coder-1.5b``;
-    None for the merge (no model)."""
+    None for the merge and structure (no model)."""
     if "@" in mode:
         local, model = mode.split("@", 1)
         return model, local
     if mode in REMOTE_MODES:
         return "remote", mode.removeprefix("remote-")
-    return (None if mode == "merge" else "local"), mode
+    return (None if mode in ("merge", "structure") else "local"), mode
 
 
 def apply_benchmark(
@@ -108,6 +109,12 @@ def _merged(
     """What ``mode`` makes of ``change``: the text offered (None: refused), the parts it did not
     place, and the model's figures."""
     runner, mode = runner_of(mode)
+    if mode == "structure":
+        try:
+            applied = apply_change(None, item.before, change, EditOptions(language=item.language), shortcut=True)
+        except ChangeError as error:
+            return None, (str(error),), {}
+        return (applied.result.text if applied.complete else None), applied.unplaced, {}
     if runner is None:
         merged = merge(item.before, change)
         offered = merged.text if merged.program is not None and not merged.unplaced else None

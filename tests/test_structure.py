@@ -1,0 +1,144 @@
+"""Structural placement: snippets as assistants write them, placed by the definitions they name."""
+
+import pytest
+from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
+
+from copyedit_lsp.change import read_change
+from copyedit_lsp.fast_apply import answers_alone
+from copyedit_lsp.structure import place
+
+SHOP = """import math
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def add(self, item):
+        self.items.append(item)
+
+    def total(self):
+        return sum(item.price for item in self.items)
+
+
+class Order:
+    def total(self):
+        return 0
+
+
+def ship(cart):
+    return math.ceil(len(cart.items) / 3)
+
+
+def tax(amount):
+    return amount * 0.2
+"""
+
+CASES = {
+    "a definition given whole, markers around it": (
+        STATS,
+        VARIANCE_SNIPPET,
+        VARIANCE_MERGED,
+    ),
+    "two definitions with a marker between": (
+        SHOP,
+        "# ... existing code ...\ndef ship(cart):\n    return math.ceil(len(cart.items) / 4)\n\n"
+        "# ... existing code ...\n\ndef tax(amount):\n    return amount * 0.25\n",
+        SHOP.replace("/ 3)", "/ 4)").replace("* 0.2\n", "* 0.25\n"),
+    ),
+    "a class with markers around one method": (
+        SHOP,
+        "class Cart:\n    # ... existing code ...\n\n    def add(self, item):\n        if item is not None:\n"
+        "            self.items.append(item)\n\n    # ... rest of the class unchanged ...\n",
+        SHOP.replace(
+            "    def add(self, item):\n        self.items.append(item)\n",
+            "    def add(self, item):\n        if item is not None:\n            self.items.append(item)\n",
+        ),
+    ),
+    "a new function after a shown one, an import with it": (
+        SHOP,
+        "import json\n# ...\n\ndef ship(cart):\n    return math.ceil(len(cart.items) / 3)\n\n\n"
+        "def receipt(cart):\n    return json.dumps([item.name for item in cart.items])\n\n# ...\n",
+        SHOP.replace("import math\n", "import math\nimport json\n").replace(
+            "/ 3)\n", "/ 3)\n\n\ndef receipt(cart):\n    return json.dumps([item.name for item in cart.items])\n"
+        ),
+    ),
+    "a new method at the end of its class": (
+        SHOP,
+        "class Order:\n    # ... existing methods ...\n\n    def empty(self):\n        return True\n",
+        SHOP.replace("        return 0\n", "        return 0\n\n    def empty(self):\n        return True\n"),
+    ),
+    "no marker: one changed definition of many": (
+        SHOP,
+        "def tax(amount):\n    return round(amount * 0.2, 2)\n",
+        SHOP.replace("return amount * 0.2", "return round(amount * 0.2, 2)"),
+    ),
+    "a marker inside a function body": (
+        STATS,
+        "def mean(values):\n    # ... existing code ...\n    for value in values:\n        total += value * 1.0\n"
+        "    return total / len(values)\n",
+        STATS.replace("return total / len(values) - 1", "return total / len(values)").replace(
+            "total += value\n", "total += value * 1.0\n"
+        ),
+    ),
+    "a Python marker right under a function, indented: the rest of its body": (
+        STATS,
+        'def mean(values):\n    """Return the arithmetic mean of values."""\n    if not values:\n        return 0.0\n'
+        "    total = 0\n    # ... existing code ...\n",
+        STATS.replace("    total = 0\n", "    if not values:\n        return 0.0\n    total = 0\n", 1),
+    ),
+    "a decorated definition given without its decorator": (
+        "class A:\n    @property\n    def size(self):\n        return 1\n",
+        "    def size(self):\n        return 2\n",
+        "class A:\n    @property\n    def size(self):\n        return 2\n",
+    ),
+    "javascript: an exported function and a class method": (
+        "export function area(r) {\n  return Math.PI * r * r;\n}\n\nclass Box {\n  size() {\n    return 1;\n  }\n\n"
+        "  name() {\n    return 'box';\n  }\n}\n",
+        "// ... existing code ...\nclass Box {\n  // ...\n  name() {\n    return 'crate';\n  }\n}\n",
+        "export function area(r) {\n  return Math.PI * r * r;\n}\n\nclass Box {\n  size() {\n    return 1;\n  }\n\n"
+        "  name() {\n    return 'crate';\n  }\n}\n",
+    ),
+    "typescript: an arrow function const": (
+        "const double = (x: number): number => x * 2;\n\nconst half = (x: number): number => x / 2;\n",
+        "// ... existing code ...\nconst half = (x: number): number => x / 2.0;\n",
+        "const double = (x: number): number => x * 2;\n\nconst half = (x: number): number => x / 2.0;\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_snippet_is_placed_by_the_definitions_it_names(case):
+    text, snippet, expected = CASES[case]
+    language = "typescript" if case.startswith("typescript") else "javascript" if "javascript" in case else "python"
+    change = read_change(snippet)
+    merged = place(text, change, language)
+    assert merged is not None and merged.text == expected, merged and merged.text
+    assert merged.placed_by == "structure" and answers_alone(change, merged)
+
+
+LEFT_TO_OTHERS = {
+    "a changed line outside every definition": (SHOP, "import math, os\n# ... existing code ...\n"),
+    "a method name in two classes, given without its class": (SHOP, "# ...\ndef total(self):\n    return 1\n"),
+    "a whole file": (STATS, STATS.replace("- 1", "")),
+    "a change that leaves out a definition between two it shows": (
+        SHOP,
+        "class Order:\n    def total(self):\n        return 1\n\n\ndef tax(amount):\n    return 0\n",
+    ),
+    "a definition that drops the file's export": (
+        "export function f() {\n  return 1;\n}\n",
+        "// ...\nfunction f() {\n  return 2;\n}\n",
+    ),
+    "a Python marker right under a function, at its indentation": (
+        STATS,
+        "def mean(values):\n    if not values:\n        return 0.0\n    total = 0\n# ... existing code ...\n",
+    ),
+    "a snippet that does not parse": (STATS, "# ...\ndef variance(values:\n    return 0\n"),
+}
+
+
+@pytest.mark.parametrize("case", LEFT_TO_OTHERS)
+def test_what_structure_cannot_say_is_left_to_the_anchors_and_the_model(case):
+    text, snippet = LEFT_TO_OTHERS[case]
+    language = "javascript" if "export" in case else "python"
+    assert place(text, read_change(snippet), language) is None
