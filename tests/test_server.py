@@ -576,7 +576,7 @@ async def test_apply_merges_a_snippet_reviewed_hunk_by_hunk_one_rejected(qwen):
     answer = await run_apply(qwen, {"uri": uri, "change": VARIANCE_SNIPPET})
     assert answer["applied"] is True and answer["hunks"] == [1] and answer["edits"] == 2, answer
     assert answer["text"] == docstring.replace("/ len(values)\n", "/ (len(values) - 1)\n")
-    assert answer["stats"]["mode"] == "structure" and answer["stats"]["outputTokens"] == 0
+    assert answer["stats"]["outputTokens"] == answer["stats"]["decodeSteps"] == 0  # no model token
     (change,) = qwen.applied[-1].edit.document_changes
     assert [e.annotation_id for e in change.edits] == ["hunk-1", "hunk-2"]
     assert apply_lsp_edits(text, change.edits[:1]) == docstring
