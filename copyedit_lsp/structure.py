@@ -28,7 +28,7 @@ from .resolver import oracle_apply_program, split_lines
 from .scope import LANGUAGES, Definition, definitions, parse, syntax_errors
 
 _COMMENT_OPENERS = {"python": "#"}  # else "//"
-_IMPORTS = {"python": ("import ", "from "), "javascript": ("import ",)}
+_IMPORTS = {"python": ("import ", "from ")}  # else "import "
 _IMPORT_NODES = {"import_statement", "import_from_statement", "future_import_statement"}
 _CLOSERS = ("}", "};", ")", "});", "]")
 
@@ -46,10 +46,15 @@ class _Splice:
 
 @dataclass(frozen=True)
 class _Text:
-    """A text's lines (ended) and its definitions."""
+    """A text (ended), its lines and its definitions."""
 
+    text: str
     lines: list[str]
     defs: list[Definition]
+
+    @classmethod
+    def of(cls, text: str, language: str) -> _Text:
+        return cls(text, split_lines(text), definitions(text, language))
 
     def outermost(self, start: int, end: int, owner: Definition | None = None) -> list[Definition]:
         """The definitions within lines ``start``..``end - 1`` that none there holds (but ``owner``)."""
@@ -79,8 +84,7 @@ def place(text: str, change: Change, language: str) -> Merged | None:
     code = "".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in split_lines(code))
     if syntax_errors(code, language) or syntax_errors(ended, language):
         return None
-    file = _Text(split_lines(ended), definitions(ended, language))
-    snippet = _Text(split_lines(code), definitions(code, language))
+    file, snippet = _Text.of(ended, language), _Text.of(code, language)
     if change.form == "file" and not _leaves_out_definitions(file, snippet):
         return None  # a whole file
     placing = _Placing(file, snippet, [line.marker for line in change.lines], language)
@@ -164,13 +168,13 @@ class _Placing:
             raise _Unplaced
         return [_Splice(match.start_line, match.end_line, tuple(merged))]
 
-    def insert(self, pending: list[list[str]], where: int, region: tuple[int, int], *, before: bool) -> list[_Splice]:
+    def insert(self, pending: list[list[str]], where: int, owner: Definition | None, *, before: bool) -> list[_Splice]:
         """The new definitions waiting (emptied), inserted at file line ``where`` (``before`` an
         item, else after one), set apart by blank lines as the file sets its definitions apart in
-        ``region``."""
+        ``owner`` (None: at the top)."""
         if not pending:
             return []
-        gap = ["\n"] * _gap(self.file, region, self.language)
+        gap = ["\n"] * _gap(self.file, owner, self.language)
         lines = [line for body in pending for line in ((body + gap) if before else (gap + body))]
         pending.clear()
         return [_Splice(where, where, tuple(lines))]
@@ -188,6 +192,7 @@ class _Region:
         owners: tuple[Definition, Definition] | None = None,
     ) -> None:
         self.placing, self.region, self.part, self.top = placing, region, part, owners is None
+        self.owner = owners[1] if owners else None  # the file's definition the region is
         self.defs = {d.start_line: d for d in placing.snippet.outermost(*part, owners[0] if owners else None)}
         self.outer = () if owners is None else (*owners[1].outer, owners[1].name)
         self.done: list[_Splice] = []
@@ -203,7 +208,7 @@ class _Region:
             line = placing.snippet.lines[at]
             if placing.marked[at]:
                 if self.pending_at is not None:
-                    self.done += placing.insert(self.pending, self.pending_at, self.region, before=False)
+                    self.done += placing.insert(self.pending, self.pending_at, self.owner, before=False)
                 self.placed_end, at = None, at + 1
             elif not line.strip():
                 at += 1
@@ -214,9 +219,9 @@ class _Region:
             else:
                 at = self.line(at)
         end = self.pending_at if self.pending_at is not None else _region_end(placing.file, self.region, self.top)
-        self.done += placing.insert(self.pending, end, self.region, before=False)
+        self.done += placing.insert(self.pending, end, self.owner, before=False)
         if self.imports:
-            after = _imports_end("".join(placing.file.lines), placing.language)
+            after = _imports_end(placing.file.text, placing.language)
             if after is None:
                 raise _Unplaced
             self.done.append(_Splice(after, after, tuple(self.imports)))
@@ -234,7 +239,7 @@ class _Region:
         file, language = self.placing.file, self.placing.language
         stripped = self.placing.snippet.lines[at].strip()
         found = [i for i in range(self.cursor, self.region[1]) if file.lines[i].strip() == stripped]
-        if not found and self.top and stripped.startswith(_IMPORTS.get(language, ("import ",))):
+        if not found and self.top and stripped.startswith(_import_prefixes(language)):
             if _rewrites_import(stripped, file.lines, language):
                 raise _Unplaced  # an import changed, not added
             self.imports.append(self.placing.snippet.lines[at])
@@ -272,17 +277,17 @@ class _Region:
         """The new definitions waiting, after the item before them where known, else before the
         item at file line ``item``."""
         where = self.pending_at if self.pending_at is not None else item
-        self.done += self.placing.insert(self.pending, where, self.region, before=self.pending_at is None)
+        self.done += self.placing.insert(self.pending, where, self.owner, before=self.pending_at is None)
 
 
 def _rewrites_import(line: str, file_lines: list[str], language: str) -> bool:
     """Whether the import ``line`` rewrites one of the file's (the same module, or a name in common)."""
     mine = _imported(line)
-    return any(
-        mine & _imported(other.strip())
-        for other in file_lines
-        if other.startswith(_IMPORTS.get(language, ("import ",)))
-    )
+    return any(mine & _imported(other.strip()) for other in file_lines if other.startswith(_import_prefixes(language)))
+
+
+def _import_prefixes(language: str) -> tuple[str, ...]:
+    return _IMPORTS.get(language, ("import ",))
 
 
 def _imported(line: str) -> set[str]:
@@ -337,10 +342,10 @@ def _decorated(lines: list[str]) -> int:
     return count
 
 
-def _gap(file: _Text, region: tuple[int, int], language: str) -> int:
-    """The blank lines between the first two definitions of ``region`` that no other there holds
-    (else 2 at Python's top level, else 1)."""
-    owner = next((d for d in file.defs if (d.start_line, d.end_line) == region), None)
+def _gap(file: _Text, owner: Definition | None, language: str) -> int:
+    """The blank lines between the first two definitions in ``owner`` (None: at the top) that no
+    other there holds (else 2 at Python's top level, else 1)."""
+    region = (owner.start_line, owner.end_line) if owner else (0, len(file.lines))
     siblings = file.outermost(*region, owner)
     if len(siblings) >= 2:
         between = file.lines[siblings[0].end_line : siblings[1].start_line]
