@@ -961,8 +961,9 @@ def _add_bench_edits(bench) -> None:
     edits.add_argument(
         "--modes",
         default="program,program-none,rewrite,lookup,forced",
-        help="comma-separated: program, program-none, rewrite, lookup, forced; program and forced "
-        "also with one speedup off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain); "
+        help="comma-separated: program, program-none, rewrite, lookup, forced, chat (the model asked "
+        "plainly: the whole file, code first, no examples); program and forced also with one speedup "
+        "off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain); "
         "remote-program, remote-rewrite, remote-forced on the --remote-url server",
     )
     _add_remote_arguments(edits, backend=False)

@@ -119,6 +119,8 @@ FORMATS: dict[str, dict[str, str]] = {
 }
 # CanItEdit states each edit twice: ``instruction_descriptive`` (canitedit) and ``instruction_lazy``.
 FORMATS["canitedit-lazy"] = FORMATS["canitedit"] | {"instruction": "instruction_lazy"}
+# CanItEdit, each edit in its two instruction styles (evaluation only: its license forbids training).
+PRESETS |= {name: Preset("canitedit/test.jsonl", "python", FORMATS[name]) for name in ("canitedit", "canitedit-lazy")}
 
 
 def _field(record: dict, spec: str, *, required: bool = False) -> str:
@@ -182,7 +184,9 @@ def load_items(
                     id=_field(record, names["id"]) or str(number),
                     before=_field(record, names["before"], required=True),
                     after=_field(record, names["after"], required=True),
-                    instruction=_instruction(record, source) if preset else _field(record, names["instruction"]),
+                    instruction=_field(record, names["instruction"])
+                    if "instruction" in names
+                    else _instruction(record, source),
                     language=preset.language if preset else language,
                     test=_field(record, names["test"]) if names.get("test") else "",
                     context=_field(record, names["context"]) if names.get("context") else "",

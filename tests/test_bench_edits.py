@@ -20,6 +20,7 @@ from copyedit_lsp.datasets import EditItem, load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions, EditResult, EditStats
 from copyedit_lsp.llama_model import LlamaModel
+from copyedit_lsp.prompt import Layout
 
 KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"span": 256, "speedup": 4.0}]}
 
@@ -131,6 +132,40 @@ def test_bound_charges_chosen_tokens_and_copies_by_the_kernel_curve():
     assert entry["bound_median"] == pytest.approx(100 / (10 + 2 * 16 / 3.0))
     assert entry["free_copy_bound_median"] == 10 and entry["measured_median"] == 2.0
     assert entry["copied_share"] == pytest.approx(0.32)
+
+
+class RecordingEditor:
+    """Plumbing: records what each edit is given and returns the source unchanged."""
+
+    def __init__(self):
+        self.edits = []
+
+    def warm(self, options):
+        pass
+
+    def choose(self, *args):
+        return None
+
+    def edit(self, source, instruction, options):
+        self.edits.append((source, options))
+        return EditResult(None, source, EditStats(mode=options.mode, total_seconds=1.0))
+
+
+def test_chat_mode_asks_for_the_whole_file_as_a_chat_user_does():
+    """``chat`` (the model asked plainly) edits the whole text with its own layout and no examples,
+    whatever the run's; ``rewrite`` beside it edits the definition the instruction names."""
+    before = "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    item = EditItem("1", before, before, "Make b return 3.", "python")
+    editor = RecordingEditor()
+    layout = Layout("instruction-first", "first", True)
+    edits_benchmark(editor, {"s": [item]}, modes=["chat", "rewrite"], examples="default", layout=layout, progress=False)
+    (chat_source, chat), (rewrite_source, rewrite) = editor.edits
+    assert chat_source == before and (chat.mode, chat.layout, chat.examples) == (
+        "rewrite",
+        Layout("code-first", "plain", False),
+        "none",
+    )
+    assert rewrite_source == "def b():\n    return 2\n" and (rewrite.layout, rewrite.examples) == (layout, "default")
 
 
 @pytest.mark.model

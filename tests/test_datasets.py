@@ -72,6 +72,12 @@ def test_presets_and_limit():
     assert items[0].instruction == "Fix bugs in hasCloseElements." and items[0].test
 
 
+def test_canitedit_presets_give_both_instruction_styles():
+    descriptive, lazy = load_items("canitedit", limit=2), load_items("canitedit-lazy", limit=2)
+    assert [i.before for i in descriptive] == [i.before for i in lazy] and descriptive[0].test
+    assert all(d.instruction != z.instruction and z.instruction for d, z in zip(descriptive, lazy, strict=True))
+
+
 def test_a_seed_shuffles_before_the_limit():
     everything = [item.id for item in load_items("quixbugs", seed=3)]
     assert sorted(everything) == sorted(item.id for item in load_items("quixbugs"))

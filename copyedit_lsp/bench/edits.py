@@ -63,6 +63,15 @@ BASE_MODES: dict[str, dict] = {
     "rewrite": {"mode": "rewrite", "splice": "prefill"},
     "lookup": {"mode": "lookup", "splice": "prefill"},
     "forced": {"mode": "forced", "splice": "prefill"},
+    # The model asked as a chat user asks it: the whole file, code first, the plain system line,
+    # the answer opening freely, no examples (issue 55's baseline, in the project's own harness).
+    "chat": {
+        "mode": "rewrite",
+        "splice": "prefill",
+        "layout": Layout("code-first", "plain", False),
+        "examples": "none",
+        "whole_file": True,
+    },
 }
 MODES: dict[str, dict] = BASE_MODES | {
     f"{base}-{name}": BASE_MODES[base] | {"speedups": speedups}
@@ -220,12 +229,12 @@ def _mark_divergences(
 def _options(
     name: str, item: EditItem, *, ordered: bool, examples: str | None, layout: Layout | None = None
 ) -> EditOptions:
-    """The edit options of benchmark mode ``name`` on ``item`` (forced mode scripted by the oracle)."""
-    fields = {key: value for key, value in MODES[name].items() if key != "remote"}
+    """The edit options of benchmark mode ``name`` on ``item`` (forced mode scripted by the oracle;
+    a mode's own layout and examples before the run's)."""
+    fields = {key: value for key, value in MODES[name].items() if key not in ("remote", "whole_file")}
+    fields = {"examples": examples, "layout": layout} | fields
     program = oracle_program(item.before, item.after) if fields["mode"] == "forced" else None
-    return EditOptions(
-        **fields, language=item.language, program=program, ordered=ordered, examples=examples, layout=layout
-    )
+    return EditOptions(**fields, language=item.language, program=program, ordered=ordered)
 
 
 def edits_benchmark(
@@ -307,11 +316,12 @@ def _measure(
     region: tuple[int, int],
 ) -> dict:
     """The row of benchmark mode ``name`` on ``item``: the edit of the ``region``'s lines (forced
-    mode edits the whole text)."""
+    mode and a whole-file mode edit the whole text)."""
     assert editor is not None
     options = _options(name, item, ordered=ordered, examples=examples, layout=layout)
     lines = split_lines(item.before)
-    start, end = region if options.program is None else (0, len(lines))
+    whole = options.program is not None or MODES[name].get("whole_file")
+    start, end = (0, len(lines)) if whole else region
     head, source, tail = "".join(lines[:start]), "".join(lines[start:end]), "".join(lines[end:])
     try:
         editor.warm(options)  # as in a server that has made edits before: the item is timed, not the prefix
