@@ -28,16 +28,17 @@ from .resolver import split_lines
 FORMS = ("snippet", "search-replace", "diff", "file")
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 
-# An elision marker: a comment (or nothing) holding an ellipsis and at most a few words, or one of
-# the wordings assistants write without one ("existing code here", "rest of the file unchanged").
+# An elision marker: a comment (or nothing) holding an ellipsis and at most a few words, or a
+# comment of one of the wordings assistants write without one ("// existing code here", "# rest
+# of the file unchanged"); code is never one, though it names ``remaining``.
 _COMMENT = r"(?:#|//|/\*+|\*+/|--|<!--|-->|\*)"
 _ELLIPSIS = r"(?:\.\.\.+|…)"
 _WORDS = r"[\w'’,:;()\[\]{}-]+"
+_WORDING = r"(?:existing|unchanged|remaining|rest of|same as before|(?:remains?|stays?) the same|omitted|elided)"
 _MARKER = re.compile(
-    rf"^\s*(?:{_COMMENT}\s*)*(?:"
-    rf"{_ELLIPSIS}(?:\s*{_WORDS}){{0,8}}\s*{_ELLIPSIS}?"  # ... existing code ...
-    rf"|(?:{_WORDS}\s+){{0,6}}(?:existing|unchanged|remaining|rest of|same as before|omitted|elided)"
-    rf"(?:\s*{_WORDS}){{0,8}}\s*{_ELLIPSIS}?"  # rest of the file unchanged
+    rf"^\s*(?:"
+    rf"(?:{_COMMENT}\s*)*{_ELLIPSIS}(?:\s*{_WORDS}){{0,8}}\s*{_ELLIPSIS}?"  # ... existing code ...
+    rf"|(?:{_COMMENT}\s*)+(?:{_WORDS}\s+){{0,6}}{_WORDING}(?:\s*{_WORDS}){{0,8}}\s*{_ELLIPSIS}?"  # # rest unchanged
     rf")\s*(?:{_COMMENT}\s*)*$",
     re.IGNORECASE,
 )

@@ -548,6 +548,27 @@ def cmd_bench_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_snippets(args: argparse.Namespace) -> int:
+    """``copyedit bench snippets``: snippets in each style assistants write, merged by each mode."""
+    from pathlib import Path
+
+    from .bench import apply, snippets
+
+    cases = snippets.build_cases(
+        tuple(args.languages.split(",")), tuple(args.styles.split(",")), per_style=args.per_style, seed=args.seed
+    )
+    modes = args.modes.split(",")
+    runners = dict.fromkeys(runner for mode in modes if (runner := apply.runner_of(mode)[0]) is not None)
+    appliers = {runner: _open_runner(args, runner) for runner in runners}
+    result = snippets.snippets_benchmark(cases, modes=modes, appliers=appliers)
+    result |= {"model": args.model if appliers else None, "per_style": args.per_style, "seed": args.seed}
+    paths = snippets.write_outputs(result, Path(args.out), args.name)
+    _write_manifest(args, args.name, selector="local" in appliers, task="apply", backend="local" if appliers else "")
+    print(snippets.format_tables(result))
+    print(f"wrote {', '.join(map(str, paths))}", file=sys.stderr)
+    return 0
+
+
 def cmd_bench_edits(args: argparse.Namespace) -> int:
     """``copyedit bench edits``: every mode on real edits, interleaved; tables, JSON, chart, bound table."""
     from pathlib import Path
@@ -869,9 +890,9 @@ def _add_bench_apply_command(bench) -> None:
     apply.add_argument(
         "--modes",
         default="merge",
-        help="comma-separated: merge, program, oracle, rewrite, lookup, remote-program, remote-oracle, "
-        "remote-rewrite, and MODE@MODEL: a local mode on another model with its shipped selectors "
-        "(interleaved per item)",
+        help="comma-separated: merge, structure, pipeline, program, oracle, rewrite, lookup, remote-program, "
+        "remote-oracle, remote-rewrite, and MODE@MODEL: a local mode on another model with its shipped "
+        "selectors (interleaved per item)",
     )
     apply.add_argument(
         "--no-fallback",
@@ -887,6 +908,26 @@ def _add_bench_apply_command(bench) -> None:
     apply.add_argument("--name", default="apply", help="file name stem of the outputs")
     apply.add_argument("--json", action="store_true", help="print the summaries as JSON")
     apply.set_defaults(func=cmd_bench_apply)
+
+
+def _add_bench_snippets_command(bench) -> None:
+    """``bench snippets``."""
+    from .bench import snippets
+
+    parser = bench.add_parser(
+        "snippets", help="snippets in the styles assistants write, on modules of HumanEvalFix's functions, merged"
+    )
+    parser.add_argument("--languages", default=",".join(snippets.LANGUAGES), help="comma-separated languages")
+    parser.add_argument("--styles", default=",".join(snippets.STYLES), help="comma-separated snippet styles")
+    parser.add_argument("--per-style", type=int, default=7, help="cases of each style in each language")
+    parser.add_argument("--seed", type=int, default=0, help="draws the modules and the snippets")
+    parser.add_argument(
+        "--modes", default="merge,structure", help="comma-separated modes of `bench apply` (merge, structure, ...)"
+    )
+    _add_model_arguments(parser)
+    parser.add_argument("--out", default="bench-results", help="folder for the JSON and Markdown outputs")
+    parser.add_argument("--name", default="snippets", help="file name stem of the outputs")
+    parser.set_defaults(func=cmd_bench_snippets)
 
 
 def _add_bench_kernels(bench) -> None:
@@ -945,6 +986,7 @@ def _add_bench_commands(bench) -> None:
     lsp.set_defaults(func=cmd_bench_lsp)
 
     _add_bench_apply_command(bench)
+    _add_bench_snippets_command(bench)
 
     index = bench.add_parser(
         "index", help="rewrite docs/README.md's list of runs and the README's figures from the runs and manifests"

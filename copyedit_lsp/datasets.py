@@ -131,9 +131,12 @@ def _field(record: dict, spec: str, *, required: bool = False) -> str:
     return "".join(str(record.get(name) or "") for name in names)
 
 
-def _instruction(record: dict, preset_name: str) -> str:
-    """The edit instruction of a preset's item (the stored HumanEvalFix field is for another task)."""
-    if preset_name.startswith("humanevalfix"):
+def _instruction(record: dict, source: str, names: dict[str, str]) -> str:
+    """The edit instruction of an item: its field, else a preset's own (the stored HumanEvalFix
+    field is for another task)."""
+    if "instruction" in names:
+        return _field(record, names["instruction"])
+    if source.startswith("humanevalfix"):
         return f"Fix bugs in {record['entry_point']}."
     return "Fix the bug in this program."
 
@@ -184,9 +187,7 @@ def load_items(
                     id=_field(record, names["id"]) or str(number),
                     before=_field(record, names["before"], required=True),
                     after=_field(record, names["after"], required=True),
-                    instruction=_field(record, names["instruction"])
-                    if "instruction" in names
-                    else _instruction(record, source),
+                    instruction=_instruction(record, source, names),
                     language=preset.language if preset else language,
                     test=_field(record, names["test"]) if names.get("test") else "",
                     context=_field(record, names["context"]) if names.get("context") else "",

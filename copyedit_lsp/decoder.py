@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .change import Change
 from .drafts import ProgramDrafter, PromptLookup
 from .edit import (
@@ -256,6 +258,41 @@ class Decoder:
         pieces = {name: self.llama.tokenize(f"{name}`") for name in (*names, WHOLE_FILE)}
         chosen = PieceTrie(pieces).walk(run, None)
         return None if chosen == WHOLE_FILE else chosen
+
+    def rank(
+        self,
+        source: str,
+        change: Change,
+        texts: Sequence[str],
+        options: EditOptions = EditOptions(),
+        instruction: str = "",
+    ) -> list[float]:
+        """Each of ``texts`` (placements of ``change`` into ``source``) scored by the base model's
+        log-likelihood of writing it out given the change (:meth:`~copyedit_lsp.edit.Editor.rank`):
+        teacher-forced, no token generated; the prompt and the texts' common opening evaluated once,
+        then each text's own part, to a few tokens into their common ending, in one batch."""
+        self.prepare("rewrite", "apply")
+        prompt = self.llama.tokenize(
+            self.template.apply_prompt(
+                source, change, mode="rewrite", language=options.language, instruction=instruction
+            ),
+            special=True,
+        )
+        answers = [self.llama.tokenize(text) for text in texts]
+        if self.llama.make_room(len(prompt) + max(map(len, answers)) + 1):
+            self._prefixes.clear()
+        if len(prompt) + max(map(len, answers)) + 1 > self.llama.n_ctx:
+            raise ContextOverflow(f"the file and the change ({len(prompt)} tokens) do not fit the context to choose")
+        opening = _common(answers)
+        ending = min(_common([a[::-1] for a in answers]), min(map(len, answers)) - opening)
+        logits, _ = self.llama.prefill([*prompt, *answers[0][:opening]])
+        scores = []
+        for answer in answers:
+            self.llama.truncate(len(prompt) + opening)
+            scores.append(
+                _log_likelihood(self.llama, logits, answer[opening : len(answer) - max(0, ending - RANK_TAIL)])
+            )
+        return scores
 
     def prompt(self, source: str, instruction: str, options: EditOptions = EditOptions()) -> list[int]:
         """The prompt's tokens for an edit: the conversation and the opening of the answer."""
@@ -618,3 +655,32 @@ class Decoder:
         text = rewritten_text(answer_code(out, fenced)[0].decode("utf-8", errors="replace"), source)
         run.stats.output_tokens = len(written)
         return EditResult(None, text, run.stats, tuple(written), cut=run.cut)
+
+
+RANK_TAIL = 8  # tokens of the placements' common ending scored with each (how it follows what differs)
+RANK_CHUNK = 64  # rows of logits a score evaluates at once
+
+
+def _common(answers: Sequence[Sequence[int]]) -> int:
+    """How many tokens every one of ``answers`` opens with."""
+    shortest = min(map(len, answers))
+    return next((i for i in range(shortest) if len({a[i] for a in answers}) > 1), shortest)
+
+
+def _log_likelihood(llama: LlamaModel, logits: np.ndarray, tokens: Sequence[int]) -> float:
+    """The log-likelihood of ``tokens`` after the cache (``logits``: its last row), evaluated
+    :data:`RANK_CHUNK` rows at a time."""
+    if not tokens:
+        return 0.0
+    total = _log_softmax(logits[None, :], tokens[:1])
+    for start in range(0, len(tokens) - 1, RANK_CHUNK):
+        chunk = tokens[start : min(start + RANK_CHUNK, len(tokens) - 1)]
+        total += _log_softmax(llama.eval(chunk, logits_from=0), tokens[start + 1 : start + 1 + len(chunk)])
+    return total
+
+
+def _log_softmax(rows: np.ndarray, targets: Sequence[int]) -> float:
+    """The summed log-probabilities of ``targets``, one per row of logits."""
+    top = rows.max(axis=1)
+    normal = top + np.log(np.exp(rows - top[:, None]).sum(axis=1))
+    return float((rows[np.arange(len(targets)), list(targets)] - normal).sum())

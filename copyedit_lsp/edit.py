@@ -69,6 +69,8 @@ class EditStats:
     splice_seconds: float = 0.0
     total_seconds: float = 0.0
     fallback: str | None = None  # why program mode's result gave way to a rewrite (FALLBACKS), if it did
+    candidates: int = 0  # placements the model chose between (structure left a choice), else 0
+    margin: float | None = None  # the chosen placement's log-likelihood over the next one's
 
     @property
     def prefix_cache_hit(self) -> bool:
@@ -284,6 +286,14 @@ class Editor(Protocol):
     def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
         """The one of ``names`` (definitions of ``source``) the instruction is about, as the base
         model says when it may say only one of them or the whole file (None)."""
+        ...
+
+    def rank(
+        self, source: str, change: Change, texts: Sequence[str], options: EditOptions = ..., instruction: str = ""
+    ) -> list[float]:
+        """A score for each of ``texts``, placements of ``change`` into ``source`` that the code's
+        structure leaves to choose between: the model's log-likelihood of writing it given the
+        change (higher is likelier); raises :class:`DecodeError` where the backend cannot score."""
         ...
 
     def close(self) -> None:

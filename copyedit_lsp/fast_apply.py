@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .change import Change, ChangeError
-from .edit import EditOptions, Editor, EditResult, EditStats, ProgressCallback, StopFlag, resembles
+from .edit import DecodeError, EditOptions, Editor, EditResult, EditStats, ProgressCallback, StopFlag, resembles
 from .loss import Loss, lost_code
 from .merge import Merged, merge
 from .prompt import alike
 from .resolver import split_lines
 from .scope import LANGUAGES, adds_syntax_errors, syntax_errors
-from .structure import place
+from .structure import placements
 
 
 @dataclass(frozen=True)
@@ -99,13 +99,11 @@ def apply_change(
         merged = merge(text, change)
     else:
         full = change
-    if change.form in ("snippet", "file") and (structured := place(text, change, options.language)) is not None:
-        by_structure = EditResult(structured.program, structured.text, EditStats(mode="structure"))
-        outcome = _checked(by_structure, text, full, change, structured, options.language, instruction, anchored)
-        if outcome.complete:  # structure's placement passes every check: it answers, or drafts the model's
-            if shortcut:
-                return outcome
-            merged = structured
+    structured = _structured(applier, text, full, change, options, instruction, anchored)
+    if structured is not None:  # structure's placement passes every check: it answers, or drafts the model's
+        if shortcut:
+            return structured
+        merged = structured.merged
     if shortcut and answers_alone(change, merged) and merged.program is not None:
         result = EditResult(merged.program, merged.text, EditStats(mode=merged.placed_by))
     elif applier is None:
@@ -115,6 +113,38 @@ def apply_change(
             text, change, options, instruction=instruction, plan=merged.program, stop=stop, on_progress=on_progress
         )
     return _checked(result, text, full, change, merged, options.language, instruction, anchored)
+
+
+def _structured(
+    applier: Editor | None,
+    text: str,
+    full: Change,
+    change: Change,
+    options: EditOptions,
+    instruction: str,
+    anchored: Sequence[str],
+) -> ApplyOutcome | None:
+    """The placement of ``change`` by the code's structure that passes every check: the only one,
+    or where structure leaves a choice the one ``applier``'s model finds likeliest (its stats say
+    among how many, by what margin); None where structure places none."""
+    passing = []
+    for placed in placements(text, change, options.language) if change.form in ("snippet", "file") else ():
+        by_structure = EditResult(placed.program, placed.text, EditStats(mode="structure"))
+        outcome = _checked(by_structure, text, full, change, placed, options.language, instruction, anchored)
+        if outcome.complete:
+            passing.append(outcome)
+    if len(passing) <= 1:
+        return passing[0] if passing else None
+    if applier is None:
+        raise ChangeError(f"the code's structure leaves {len(passing)} placements: only the model chooses between them")
+    try:
+        scores = applier.rank(text, change, [o.result.text for o in passing], options, instruction)
+    except DecodeError as error:
+        raise ChangeError(f"the code's structure leaves {len(passing)} placements: {error}") from error
+    first, second = sorted(range(len(passing)), key=lambda i: -scores[i])[:2]
+    chosen = passing[first].result
+    stats = replace(chosen.stats, candidates=len(passing), margin=scores[first] - scores[second])
+    return replace(passing[first], result=replace(chosen, stats=stats))
 
 
 def _checked(

@@ -128,11 +128,12 @@ def _place(lines: list[str], piece: Piece) -> tuple[int, str] | str:
     return _find(lines, piece.anchor, hint)
 
 
-def merge_snippet(lines: list[str], change: Change) -> tuple[list[str], int, list[str]]:
+def merge_snippet(lines: list[str], change: Change, *, reindent: bool = True) -> tuple[list[str], int, list[str]]:
     """Each part of a snippet (between markers) over the file lines from its first to its last
-    line found there (past the previous part); the file's lines around the parts kept, but for
-    the few (:data:`EDGE`) before a first part no marker precedes, or after a last part no marker
-    follows: the snippet shows the file's start or end there."""
+    line found there (past the previous part), re-indented as its first line found there (unless
+    not to ``reindent``: the snippet's lines are at the file's indentation); the file's lines
+    around the parts kept, but for the few (:data:`EDGE`) before a first part no marker precedes,
+    or after a last part no marker follows: the snippet shows the file's start or end there."""
     parts = change.runs()
     marked = any(line.marker for line in change.lines)
     merged: list[str] = []
@@ -149,7 +150,7 @@ def merge_snippet(lines: list[str], change: Change) -> tuple[list[str], int, lis
             start = 0
         if marked and part is parts[-1] and len(lines) - end <= EDGE:
             end = len(lines)
-        merged += lines[cursor:start] + [reindented(line, shift) for line in part]
+        merged += lines[cursor:start] + [reindented(line, shift if reindent else "") for line in part]
         cursor, placed = end, placed + 1
     return merged + lines[cursor:], placed, unplaced
 
@@ -193,7 +194,10 @@ def _near(upper: difflib.Match, lower: difflib.Match) -> bool:
 
 
 def _rewrites(new: str, old: str) -> bool:
-    """Whether the change's line ``new`` reads as a rewrite of the file's line ``old``."""
+    """Whether the change's line ``new`` reads as a rewrite of the file's line ``old``: alike
+    enough, and where either is too short to anchor, all but alike with four letters or digits."""
+    alike = difflib.SequenceMatcher(None, old.strip(), new.strip()).ratio()
     if not (anchors(new) and anchors(old)):
-        return new.strip() == old.strip()
-    return difflib.SequenceMatcher(None, old.strip(), new.strip()).ratio() >= 0.6
+        letters = min(sum(c.isalnum() for c in line) for line in (new, old))
+        return new.strip() == old.strip() or (letters >= 4 and alike >= 0.8)
+    return alike >= 0.6

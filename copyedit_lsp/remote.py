@@ -354,6 +354,17 @@ class RemoteDecoder:
         prefix = "".join(fixed_prefix(lambda source, instruction: self._prompt(source, instruction, options)))
         self.completions.stream(prefix, grammar=None, max_tokens=1, model=self.model, on_piece=lambda answer: False)
 
+    def rank(
+        self,
+        source: str,
+        change: Change,
+        texts: Sequence[str],
+        options: EditOptions = EditOptions(),
+        instruction: str = "",
+    ) -> list[float]:
+        """Not on a completions server: it returns no prompt's log-likelihoods (:class:`RemoteError`)."""
+        raise RemoteError("a completions server does not score texts: run the model locally to choose a placement")
+
     def choose(self, source: str, instruction: str, language: str, names: Sequence[str]) -> str | None:
         """The definition the instruction is about (:meth:`~copyedit_lsp.edit.Editor.choose`): one
         request whose grammar admits only the names and the whole file."""

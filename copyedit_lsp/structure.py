@@ -19,18 +19,31 @@ every apply is (:mod:`.fast_apply`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from difflib import SequenceMatcher
 from itertools import pairwise
+from typing import TYPE_CHECKING, TypeVar
 
 from .change import Change, ChangeLine, change_lines, ended_text, ending_as
-from .merge import Merged, indent_shift, merge_snippet, reindented
+from .merge import Merged, anchors, indent_shift, merge_snippet, reindented
 from .resolver import oracle_apply_program, split_lines
 from .scope import LANGUAGES, Definition, definitions, parse, syntax_errors
 
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
 _COMMENT_OPENERS = {"python": "#"}  # else "//"
-_IMPORTS = {"python": ("import ", "from ")}  # else "import "
+_IMPORTS = {"python": re.compile(r"(import|from)\s")}
+_JS_IMPORT = re.compile(r"import\s|(const|let|var)\s[^=]+=\s*require\(")
 _IMPORT_NODES = {"import_statement", "import_from_statement", "future_import_statement"}
 _CLOSERS = ("}", "};", ")", "});", "]")
+CANDIDATES = 4  # placements structure leaves the model to choose between, at most
+T = TypeVar("T")
+# How alike (difflib's ratio of their code, names aside) a definition the file lacks by name and
+# one of the file's are when it renames that one, and at most when it is new.
+RENAMED, NEW = 0.9, 0.6
+RENAMED_LINES = 3  # a shorter definition the file lacks by name renames one only when alike by RENAMED
 
 
 @dataclass(frozen=True)
@@ -70,38 +83,103 @@ class _Unplaced(Exception):
     """Structure cannot say where an item goes (the caller merges otherwise)."""
 
 
-def place(text: str, change: Change, language: str) -> Merged | None:
+def placements(text: str, change: Change, language: str, limit: int = CANDIDATES) -> list[Merged]:
     """``change`` (a snippet, or a whole-file change that leaves out some of the file's
-    definitions, none between two it shows) placed by structure, or None where structure cannot
-    place every item of it."""
+    definitions, none between two it shows) placed by structure: one placement, or where
+    structure leaves a choice (a definition that renames one of the file's or is new, a name the
+    file defines twice) each placement it leaves, the likelier first, at most ``limit``; none
+    where structure cannot place every item of it."""
     if language not in LANGUAGES or change.form not in ("snippet", "file") or not change.lines:
-        return None
+        return []
     ended = ended_text(text)
     comment = _COMMENT_OPENERS.get(language, "//")
     code = "".join(
         f"{line.text[: _indent(line.text)]}{comment} ...\n" if line.marker else line.text for line in change.lines
     )
     code = "".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in split_lines(code))
-    if syntax_errors(code, language) or syntax_errors(ended, language):
-        return None
+    if syntax_errors(ended, language):
+        return []
     file, snippet = _Text.of(ended, language), _Text.of(code, language)
-    if change.form == "file" and not _leaves_out_definitions(file, snippet):
-        return None  # a whole file
-    placing = _Placing(file, snippet, [line.marker for line in change.lines], language)
-    try:
-        splices = sorted(_Region(placing, (0, len(file.lines)), (0, len(snippet.lines))).splices(), key=_span)
-    except _Unplaced:
+    if not syntax_errors(code, language) and change.form == "file" and not _leaves_out_definitions(file, snippet):
+        return []  # a whole file
+    found: list[Merged] = []
+    waiting: list[tuple[int, ...]] = [] if syntax_errors(code, language) else [()]
+    while waiting and len(found) < limit:
+        decisions = waiting.pop(0)
+        placing = _Placing(file, snippet, [line.marker for line in change.lines], language, decisions)
+        try:
+            splices = sorted(_Region(placing, (0, len(file.lines)), (0, len(snippet.lines))).splices(), key=_span)
+        except _Unplaced:
+            splices = []
+        for at in range(len(decisions), len(placing.branches)):  # the other choices after the ones made
+            waiting += [(*decisions, *(0,) * (at - len(decisions)), other) for other in range(1, placing.branches[at])]
+        if splices and not any(a.end > b.start or _span(a) == _span(b) for a, b in pairwise(splices)):
+            found.append(_merged(text, file, splices, change))  # else nothing to change, or two items in one place
+    if not found and change.form == "snippet":  # pieces of definitions: each merged into the one it opens or lies in
+        splices = _fragments(file, change, language)
+        found = [_merged(text, file, splices, change)] if splices else []
+    return found
+
+
+def _fragments(file: _Text, change: Change, language: str) -> list[_Splice]:
+    """A snippet that does not parse, read as pieces between its unindented markers: each merged
+    by the line anchors of :mod:`.merge` into the file's definition it opens (its first line that
+    definition's first) or else lies in (the innermost holding every anchoring line of it the
+    file holds); none where a piece has no such definition, or two pieces the same."""
+    placing = _Placing(file, file, [], language)
+    pieces: list[list[ChangeLine]] = [[]]
+    for line in change.lines:
+        if line.marker and not _indent(line.text):
+            pieces.append([])
+        else:
+            pieces[-1].append(line)
+    splices = []
+    for at, piece in enumerate(pieces):
+        written = [i for i, line in enumerate(piece) if not line.marker and line.text.strip()]
+        if not written:
+            continue
+        part, first = piece[written[0] : written[-1] + 1], piece[written[0]].text.strip()
+        opens = [d for d in file.defs if file.lines[d.start_line].strip() == first]
+        header = len(opens) == 1
+        match = opens[0] if header else _lying_in(file, [line.text for line in part if not line.marker])
+        if match is None:
+            return []  # no definition holds its lines, or two apart do
+        if header and not any(line.marker for line in part):  # the definition's opening: the rest of it kept
+            part.append(ChangeLine("...", True))
+        if not header:  # where no marker stands, the piece shows the definition's edge
+            part = [*[ChangeLine("...", True)] * (at > 0), *part, *[ChangeLine("...", True)] * (at < len(pieces) - 1)]
+        try:
+            splices += placing.anchored(
+                match, [line.text for line in part], [line.marker for line in part], header=header
+            )
+        except _Unplaced:
+            return []
+    splices.sort(key=_span)
+    return [] if any(a.end > b.start for a, b in pairwise(splices)) else splices
+
+
+def _lying_in(file: _Text, lines: list[str]) -> Definition | None:
+    """The innermost of the file's definitions that holds every anchoring line of ``lines`` the
+    file holds; None where none does, or two apart do."""
+    known = {line.strip() for line in lines if anchors(line)} & {line.strip() for line in file.lines}
+    around = [
+        d for d in file.defs if known and known <= {line.strip() for line in file.lines[d.start_line : d.end_line]}
+    ]
+    smallest = sorted(around, key=lambda d: d.end_line - d.start_line)
+    if not smallest or (len(smallest) > 1 and not _holds(smallest[1], smallest[0])):
         return None
-    if not splices or any(a.end > b.start or _span(a) == _span(b) for a, b in pairwise(splices)):
-        return None  # nothing to change, or two items in one place
+    return smallest[0]
+
+
+def _merged(text: str, file: _Text, splices: list[_Splice], change: Change) -> Merged:
+    """The file with ``splices`` made, as an apply program of ``change``."""
     merged, cursor = [], 0
     for splice in splices:
         merged += file.lines[cursor : splice.start] + list(splice.lines)
         cursor = splice.end
     after = "".join(merged + file.lines[cursor:])
-    program = oracle_apply_program(ended, after, change_lines(change))
+    program = oracle_apply_program(file.text, after, change_lines(change))
     deleted = {line.strip() for s in splices if s.whole for line in file.lines[s.start : s.end]}
-    deleted -= {line.strip() for s in splices for line in s.lines}
     return Merged(program, ending_as(text, after), placed_by="structure", deleted=frozenset(deleted - {""}))
 
 
@@ -116,9 +194,10 @@ def _leaves_out_definitions(file: _Text, snippet: _Text) -> bool:
     tops = file.outermost(0, len(file.lines))
     shown, nested = set(), False
     for definition in snippet.outermost(0, len(snippet.lines)):
-        match = _match(file, definition, (0, len(file.lines)), (), top=True)
-        if match is None:
+        named = _candidates(file, definition, (0, len(file.lines)), (), top=True)
+        if len(named) != 1:
             return False
+        match = named[0]
         shown |= {at for at, top in enumerate(tops) if top == match or _holds(top, match)}
         nested |= match not in tops
     together = bool(shown) and sorted(shown) == list(range(min(shown), max(shown) + 1))
@@ -133,6 +212,14 @@ class _Placing:
     snippet: _Text
     marked: list[bool]
     language: str
+    decisions: tuple[int, ...] = ()  # the option taken at each choice structure leaves, in order (else the first)
+    branches: list[int] = field(default_factory=list)  # how many options each choice met had
+
+    def choose(self, options: list[T]) -> T:
+        """One of ``options`` (the likelier first) at a choice structure leaves: as ``decisions`` says."""
+        at = len(self.branches)
+        self.branches.append(len(options))
+        return options[self.decisions[at] if at < len(self.decisions) else 0]
 
     def definition(self, match: Definition, definition: Definition, lines: tuple[int, int]) -> list[_Splice]:
         """The splices that put ``definition`` over its ``match``, with ``lines``: the comment
@@ -158,15 +245,28 @@ class _Placing:
             return _Region(self, (match.start_line, match.end_line), (start, end), (definition, match)).splices()
         return self.anchored(match, new, self.marked[start:end])
 
-    def anchored(self, match: Definition, new: list[str], marked: list[bool]) -> list[_Splice]:
-        """A definition with markers but no definitions of its own, merged into its match alone by
-        the line anchors of :mod:`.merge`, every part placed."""
+    def anchored(self, match: Definition, new: list[str], marked: list[bool], *, header: bool = True) -> list[_Splice]:
+        """A definition with markers but no definitions of its own, merged into its match alone:
+        with its ``header`` (its first line the match's), its lines at the indentation the header
+        has in the file, the run before its first marker over the match's opening lines and the
+        run after its last over its closing ones (:func:`_edges`), the runs between by the line
+        anchors of :mod:`.merge`; else every run by the anchors, each re-indented as its first
+        line found; every run placed."""
         old = self.file.lines[match.start_line : match.end_line]
-        part = Change("snippet", tuple(ChangeLine(line, mark) for line, mark in zip(new, marked, strict=True)))
-        merged, placed, unplaced = merge_snippet(old, part)
-        if unplaced or not placed:
-            raise _Unplaced
-        return [_Splice(match.start_line, match.end_line, tuple(merged))]
+        head, tail, opening, closing = 0, 0, 0, len(old)
+        if header:
+            shift = indent_shift(old[0], new[0])
+            new = [line if mark else reindented(line, shift) for line, mark in zip(new, marked, strict=True)]
+            head, tail = marked.index(True), marked[::-1].index(True)
+            opening, closing = _edges(old, new[:head], new[len(new) - tail :])
+        middle = Change("snippet", tuple(ChangeLine(line, mark) for line, mark in zip(new, marked, strict=True)))
+        middle = replace(middle, lines=middle.lines[head : len(new) - tail])
+        merged = old[opening:closing]
+        if any(not line.marker and line.text.strip() for line in middle.lines):
+            merged, placed, unplaced = merge_snippet(merged, middle, reindent=not header)
+            if unplaced or not placed:
+                raise _Unplaced
+        return [_Splice(match.start_line, match.end_line, (*new[:head], *merged, *new[len(new) - tail :]))]
 
     def insert(self, pending: list[list[str]], where: int, owner: Definition | None, *, before: bool) -> list[_Splice]:
         """The new definitions waiting (emptied), inserted at file line ``where`` (``before`` an
@@ -198,6 +298,7 @@ class _Region:
         self.done: list[_Splice] = []
         self.cursor = region[0]  # the file line after the last item placed: what follows goes no earlier
         self.placed_end: int | None = None  # the same, unless a marker stands between
+        self.free_end: int | None = None  # the same, where that item is a definition free of markers
         self.pending: list[list[str]] = []  # new definitions' lines, waiting for an item after them
         self.pending_at: int | None = None  # the file line after the item before them, where known
         self.imports: list[str] = []
@@ -209,7 +310,8 @@ class _Region:
             if placing.marked[at]:
                 if self.pending_at is not None:
                     self.done += placing.insert(self.pending, self.pending_at, self.owner, before=False)
-                self.placed_end, at = None, at + 1
+                self.placed_end = self.free_end = None
+                at += 1
             elif not line.strip():
                 at += 1
             elif (definition := self.defs.get(at)) is not None:
@@ -221,10 +323,9 @@ class _Region:
         end = self.pending_at if self.pending_at is not None else _region_end(placing.file, self.region, self.top)
         self.done += placing.insert(self.pending, end, self.owner, before=False)
         if self.imports:
-            after = _imports_end(placing.file.text, placing.language)
-            if after is None:
-                raise _Unplaced
-            self.done.append(_Splice(after, after, tuple(self.imports)))
+            after, found = _imports_end(placing.file, placing.language)
+            gap = () if found else ("\n",) * _gap(placing.file, None, placing.language)
+            self.done.append(_Splice(after, after, (*self.imports, *gap)))
         return self.done
 
     def commented(self, at: int) -> Definition | None:
@@ -239,7 +340,7 @@ class _Region:
         file, language = self.placing.file, self.placing.language
         stripped = self.placing.snippet.lines[at].strip()
         found = [i for i in range(self.cursor, self.region[1]) if file.lines[i].strip() == stripped]
-        if not found and self.top and stripped.startswith(_import_prefixes(language)):
+        if not found and self.top and _is_import(stripped, language):
             if _rewrites_import(stripped, file.lines, language):
                 raise _Unplaced  # an import changed, not added
             self.imports.append(self.placing.snippet.lines[at])
@@ -248,30 +349,89 @@ class _Region:
         else:
             self.flush(found[0])
             self.cursor = self.placed_end = found[0] + 1
+            self.free_end = None
         return at + 1
 
     def definition(self, definition: Definition, lead: int) -> int:
-        """A definition (``lead`` comment lines above it) over its match, or new."""
+        """A definition (``lead`` comment lines above it) over its match (by name, else the one
+        it renames), or new."""
         placing, file = self.placing, self.placing.file
-        match = _match(file, definition, self.region, self.outer, self.top)
+        named = _candidates(file, definition, self.region, self.outer, self.top)
+        if not named and _named(file, definition, self.region):
+            raise _Unplaced  # its name elsewhere, in another definition: not structure's to say
+        match = self.likeliest(definition, named) if named else self.renamed(definition)
         if match is None:
-            if _named(file, definition, self.region):
-                raise _Unplaced  # its name twice, or elsewhere: not structure's to choose
             self.pending_at = self.placed_end if not self.pending else self.pending_at
             self.pending.append(placing.snippet.lines[definition.start_line - lead : definition.end_line])
+            self.free_end = None
             return definition.end_line
         if match.start_line < self.cursor:
             raise _Unplaced  # out of the file's order
         end = definition.end_line
         if placing.language == "python" and end < self.part[1] and placing.marked[end]:  # a marker right under it
             under, header = _indent(placing.snippet.lines[end]), _indent(placing.snippet.lines[definition.start_line])
-            if under == header:
+            if under == header and _drops(
+                file.lines[match.start_line : match.end_line], placing.snippet.lines[definition.start_line : end]
+            ):
                 raise _Unplaced  # the rest of its body, or what follows it: not structure's to say
             end += under > header  # indented: the rest of its body
+        start = _lead_start(file, match, placing.language, lead)
+        free = not any(placing.marked[definition.start_line - lead : end])
+        if free and self.free_end is not None:
+            self.done += self.deleted(self.free_end, start)
         self.done += placing.definition(match, definition, (lead, end))
-        self.flush(_lead_start(file, match, placing.language, lead))
+        self.flush(start)
         self.cursor = self.placed_end = match.end_line
+        self.free_end = match.end_line if free else None
         return end
+
+    def likeliest(self, definition: Definition, named: list[Definition]) -> Definition:
+        """The one of the file's definitions ``named`` as ``definition`` is that it replaces: the
+        only one, or the one clearly most alike in code; else a choice, the most alike first."""
+        if len(named) == 1:
+            return named[0]
+        ranked = sorted(named, key=lambda d: -self.likeness(definition, d))
+        first, second = (self.likeness(definition, d) for d in ranked[:2])
+        return ranked[0] if first >= RENAMED and second <= NEW else self.placing.choose(ranked)
+
+    def renamed(self, definition: Definition) -> Definition | None:
+        """The file's definition after the last item placed that ``definition`` (whose name the
+        file lacks) renames: the one of its kind most alike in code, names aside (at least
+        :data:`RENAMED`), none of the snippet's definitions naming it; where one is alike enough to
+        be either (more than :data:`NEW`, of :data:`RENAMED_LINES` lines at least), a choice between
+        that rename and a new definition."""
+        shown = {d.name for d in self.placing.snippet.defs}
+        kinds = {"class"} if definition.kind == "class" else {"function", "method"}
+        others = [d for d in self.placing.file.outermost(self.cursor, self.region[1], self.owner)
+                  if d.kind in kinds and d.name not in shown]  # fmt: skip
+        likeness, best = max(((self.likeness(definition, d), d) for d in others), key=lambda p: p[0], default=(0, None))
+        if best is None or likeness <= NEW:
+            return None
+        if likeness >= RENAMED:
+            return best
+        small = definition.end_line - definition.start_line < RENAMED_LINES  # alike as any two small ones are
+        return None if small else self.placing.choose([best, None])
+
+    def likeness(self, definition: Definition, other: Definition) -> float:
+        """How alike the snippet's ``definition`` and the file's ``other`` are in code, names aside."""
+        mine = self.placing.snippet.lines[definition.start_line : definition.end_line]
+        theirs = self.placing.file.lines[other.start_line : other.end_line]
+        matcher = SequenceMatcher(None, _unnamed(theirs, other.name), _unnamed(mine, definition.name), autojunk=False)
+        return matcher.ratio() if matcher.quick_ratio() > NEW else 0.0
+
+    def deleted(self, start: int, end: int) -> list[_Splice]:
+        """The file's definitions between lines ``start`` and ``end`` deleted: the snippet shows
+        the definitions on both sides of them whole, with no marker between; nothing else may
+        stand there but blank lines and comments."""
+        gone = self.placing.file.outermost(start, end, self.owner)
+        if not gone:
+            return []
+        lines, language = self.placing.file.lines, self.placing.language
+        held = {i for d in gone for i in range(_lead_start(self.placing.file, d, language, 1), d.end_line)}
+        if any(lines[i].strip() and not _comment(lines[i], language) for i in range(start, end) if i not in held):
+            raise _Unplaced  # code outside the definitions: not structure's to delete
+        first = _lead_start(self.placing.file, gone[0], language, 1)
+        return [_Splice(first, end, (), whole=True)]
 
     def flush(self, item: int) -> None:
         """The new definitions waiting, after the item before them where known, else before the
@@ -283,19 +443,54 @@ class _Region:
 def _rewrites_import(line: str, file_lines: list[str], language: str) -> bool:
     """Whether the import ``line`` rewrites one of the file's (the same module, or a name in common)."""
     mine = _imported(line)
-    return any(mine & _imported(other.strip()) for other in file_lines if other.startswith(_import_prefixes(language)))
+    return any(mine & _imported(other.strip()) for other in file_lines if _is_import(other, language))
 
 
-def _import_prefixes(language: str) -> tuple[str, ...]:
-    return _IMPORTS.get(language, ("import ",))
+def _is_import(line: str, language: str) -> bool:
+    """Whether ``line`` opens an import (in JavaScript and TypeScript also a ``require``)."""
+    return _IMPORTS.get(language, _JS_IMPORT).match(line) is not None
 
 
 def _imported(line: str) -> set[str]:
     """What an import line names: its module (``from x``, ``from 'x'``) or its imported names."""
-    source = re.search(r"""from\s+(['"]?)([\w.@/-]+)\1""", line)
+    source = re.search(r"""(?:from\s+|require\()(['"]?)([\w.@/-]+)\1""", line)
     if source:
         return {source[2]}
     return set(re.findall(r"[\w.]+", line.removeprefix("import").split(" as ")[0]))
+
+
+def _edges(old: list[str], head: list[str], tail: list[str]) -> tuple[int, int]:
+    """How far a definition's ``head`` (its lines before its first marker) and ``tail`` (after its
+    last) reach into the file's ``old`` lines of it: past the line its last line matches
+    (stripped; of several, the nearest to line for line), else as many lines as it has; from
+    the line the tail's first matches, else as many from the end as it has. Raises
+    :class:`_Unplaced` where the two cross."""
+    stripped = [line.strip() for line in old]
+    opening, closing = len(head), len(old) - len(tail)
+    if head and (last := head[-1].strip()):
+        found = [i + 1 for i, line in enumerate(stripped[: len(old) - len(tail)]) if line == last]
+        opening = min(found, key=lambda i: abs(i - opening), default=opening)
+    if tail and (first := tail[0].strip()):
+        found = [i for i, line in enumerate(stripped) if line == first and i >= opening]
+        closing = min(found, key=lambda i: abs(i - closing), default=closing)
+    if opening > closing:
+        raise _Unplaced
+    return opening, closing
+
+
+def _unnamed(lines: list[str], name: str) -> str:
+    """A definition's code, stripped line by line, its own name left out (a rename's likeness)."""
+    return "\n".join(re.sub(rf"\b{re.escape(name)}\b", "", line.strip()) for line in lines)
+
+
+def _drops(old: list[str], new: list[str]) -> bool:
+    """Whether ``new`` in place of ``old`` drops more lines than it writes (stripped, as multisets):
+    more than a rewrite of some of them."""
+    kept, given = (
+        Counter(line.strip() for line in old if line.strip()),
+        Counter(line.strip() for line in new if line.strip()),
+    )
+    return (kept - given).total() > (given - kept).total()
 
 
 def _indent(line: str) -> int:
@@ -314,18 +509,13 @@ def _lead_start(file: _Text, match: Definition, language: str, lead: int) -> int
     return start
 
 
-def _match(
+def _candidates(
     file: _Text, definition: Definition, region: tuple[int, int], outer: tuple[str, ...], top: bool
-) -> Definition | None:
-    """The file's definition ``definition`` names in ``region``: the one of its name and kind at
-    this nesting, else (at the top) the only one of its name in the file."""
+) -> list[Definition]:
+    """The file's definitions ``definition`` may name in ``region``: those of its name and kind
+    at this nesting, else (at the top) those of its name anywhere in the file."""
     same = [d for d in _named(file, definition, region) if d.outer == outer]
-    if len(same) == 1:
-        return same[0]
-    if not same and top:
-        anywhere = _named(file, definition, region)
-        return anywhere[0] if len(anywhere) == 1 else None
-    return None
+    return same or (_named(file, definition, region) if top else [])
 
 
 def _named(file: _Text, definition: Definition, region: tuple[int, int]) -> list[Definition]:
@@ -362,8 +552,29 @@ def _region_end(file: _Text, region: tuple[int, int], top: bool) -> int:
     return end
 
 
-def _imports_end(text: str, language: str) -> int | None:
-    """The line after the last import at the top level of ``text``, or None where it has none."""
-    parsed = parse(text, language)
-    found = [child for child in parsed.tree.root_node.children if child.type in _IMPORT_NODES]
-    return parsed.lines_of(found[-1])[1] + 1 if found else None
+def _imports_end(file: _Text, language: str) -> tuple[int, bool]:
+    """The line after the last import at the top level of ``file`` and True, or where a file
+    without imports takes its first (before its first code, after a docstring, leading comments
+    or directives) and False."""
+    root = parse(file.text, language).tree.root_node
+    found = [child for child in root.children if _imports_node(child, file, language)]
+    if found:
+        return found[-1].end_point[0] + 1, True
+    lead = [child for child in root.children if child.type == "comment" or _directive(child)]
+    code = [child for child in root.children if child.type != "comment" and not _directive(child)]
+    start = code[0].start_point[0] if code else len(file.lines)
+    after = max((child.end_point[0] + 1 for child in lead if child.start_point[0] < start), default=0)
+    return max(after, start if lead else 0), False
+
+
+def _imports_node(node: Node, file: _Text, language: str) -> bool:
+    """Whether a top-level node is an import (``require`` in JavaScript and TypeScript)."""
+    return node.type in _IMPORT_NODES or (
+        node.type in ("lexical_declaration", "variable_declaration")
+        and _is_import(file.lines[node.start_point[0]].strip(), language)
+    )
+
+
+def _directive(node: Node) -> bool:
+    """A module docstring or a ``'use strict'``: an expression statement of a string alone."""
+    return node.type == "expression_statement" and [c.type for c in node.children if c.type != ";"] == ["string"]

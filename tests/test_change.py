@@ -47,13 +47,17 @@ class Store:
         "// existing code here",
         "<!-- ... -->",
         "# rest of the file stays the same",
+        "    // the rest remains the same",
     ],
 )
 def test_elision_markers_in_any_comment_style(line):
     assert is_marker(line)
 
 
-@pytest.mark.parametrize("line", ["x = ...", "return ...", 'print("...")', "# TODO: the rest", "    pass", ""])
+@pytest.mark.parametrize(
+    "line",
+    ["x = ...", "return ...", 'print("...")', "# TODO: the rest", "    pass", "", "def eat(number, need, remaining):"],
+)
 def test_code_is_not_a_marker(line):
     assert not is_marker(line)
 

@@ -109,7 +109,7 @@ def test_text_edits_of_a_backward_copy_and_a_regenerated_line():
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_shared_data_oracle_exact_and_edits_minimal(preset):
     items = load_items(preset)
-    assert len(items) in (164, 40)
+    assert len(items) in (164, 40, 105)
     for item in items:
         program = oracle_program(item.before, item.after)
         assert resolve(program, item.before) == item.after, item.id

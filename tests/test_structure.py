@@ -3,9 +3,10 @@
 import pytest
 from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
-from copyedit_lsp.change import read_change
-from copyedit_lsp.fast_apply import answers_alone
-from copyedit_lsp.structure import place
+from copyedit_lsp.change import ChangeError, read_change
+from copyedit_lsp.edit import EditOptions
+from copyedit_lsp.fast_apply import answers_alone, apply_change
+from copyedit_lsp.structure import placements
 
 SHOP = """import math
 
@@ -112,14 +113,13 @@ def test_a_snippet_is_placed_by_the_definitions_it_names(case):
     text, snippet, expected = CASES[case]
     language = "typescript" if case.startswith("typescript") else "javascript" if "javascript" in case else "python"
     change = read_change(snippet)
-    merged = place(text, change, language)
-    assert merged is not None and merged.text == expected, merged and merged.text
+    (merged,) = placements(text, change, language)
+    assert merged.text == expected, merged.text
     assert merged.placed_by == "structure" and answers_alone(change, merged)
 
 
 LEFT_TO_OTHERS = {
     "a changed line outside every definition": (SHOP, "import math, os\n# ... existing code ...\n"),
-    "a method name in two classes, given without its class": (SHOP, "# ...\ndef total(self):\n    return 1\n"),
     "a whole file": (STATS, STATS.replace("- 1", "")),
     "a change that leaves out a definition between two it shows": (
         SHOP,
@@ -139,6 +139,34 @@ LEFT_TO_OTHERS = {
 
 @pytest.mark.parametrize("case", LEFT_TO_OTHERS)
 def test_what_structure_cannot_say_is_left_to_the_anchors_and_the_model(case):
+    """No placement of structure's passes the checks: the whole file's own merge answers, or
+    without a model nothing is applied."""
     text, snippet = LEFT_TO_OTHERS[case]
     language = "javascript" if "export" in case else "python"
-    assert place(text, read_change(snippet), language) is None
+    try:
+        applied = apply_change(None, text, read_change(snippet), EditOptions(language=language), shortcut=True)
+    except ChangeError as error:
+        assert "only the model" in str(error)
+    else:
+        assert applied.result.stats.mode == "merge" and read_change(snippet).form == "file"
+
+
+CHOICES = {
+    "a method name in two classes, given without its class": (
+        SHOP,
+        "# ...\ndef total(self):\n    return len(self.items)\n",
+        2,
+    ),
+    "a definition that renames one of the file's or is new": (
+        SHOP,
+        "# ...\ndef ship_cart(cart):\n    count = len(cart.items)\n    return math.ceil(count / 3)\n",
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CHOICES)
+def test_where_structure_leaves_a_choice_it_gives_each_placement(case):
+    text, snippet, count = CHOICES[case]
+    found = placements(text, read_change(snippet), "python")
+    assert len(found) == count and len({merged.text for merged in found}) == count

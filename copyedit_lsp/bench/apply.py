@@ -3,9 +3,11 @@ every form, merged into the file, scored against the gold, item by item, the mod
 
 Modes (:data:`MODES`): ``merge``, the deterministic merge (:mod:`~copyedit_lsp.merge`), the
 baseline; ``structure``, the apply without a model (blocks and hunks by their anchors, snippets by
-the code's structure, :mod:`~copyedit_lsp.structure`; checked as every apply is, the rest refused); ``program``, the model's apply program as a user gets it (:func:`~copyedit_lsp.fast_apply.apply_change`:
-drafted from the merge, refused where a part is not placed or code is lost; the merge never
-answers for it); ``oracle``, the oracle apply program in forced mode (what a perfect selector
+the code's structure, :mod:`~copyedit_lsp.structure`; checked as every apply is, the rest refused);
+``pipeline``, the apply as a user gets it (:func:`~copyedit_lsp.fast_apply.apply_change`: what
+structure or the anchors place, the model choosing where structure leaves a choice, else the
+model's apply program); ``program``, the model's apply program (drafted from the merge, refused
+where a part is not placed or code is lost; the merge never answers for it); ``oracle``, the oracle apply program in forced mode (what a perfect selector
 costs); ``rewrite``, the base model writing the merged file out given the change (as FastApply
 does); ``lookup``, that rewrite with prompt lookup over the file and the change (the local
 analogue of Predicted Outputs); ``remote-program``, ``remote-oracle`` and ``remote-rewrite``, those
@@ -45,7 +47,7 @@ from .checks import run_tests
 if TYPE_CHECKING:
     from ..edit import Editor
 
-LOCAL_MODES = ("program", "oracle", "rewrite", "lookup")
+LOCAL_MODES = ("program", "pipeline", "oracle", "rewrite", "lookup")
 REMOTE_MODES = ("remote-program", "remote-oracle", "remote-rewrite")
 MODES = ("merge", "structure", *LOCAL_MODES, *REMOTE_MODES)
 
@@ -103,18 +105,18 @@ def apply_benchmark(
     return result
 
 
-def _merged(
+def merged_by(
     item: EditItem, change: Change, mode: str, appliers: Mapping[str, Editor], fallback: bool
 ) -> tuple[str | None, tuple[str, ...], dict]:
     """What ``mode`` makes of ``change``: the text offered (None: refused), the parts it did not
-    place, and the model's figures."""
+    place, and the figures (what placed it; the model's)."""
     runner, mode = runner_of(mode)
     if mode == "structure":
         try:
             applied = apply_change(None, item.before, change, EditOptions(language=item.language), shortcut=True)
         except ChangeError as error:
             return None, (str(error),), {}
-        return (applied.result.text if applied.complete else None), applied.unplaced, {}
+        return (applied.result.text if applied.complete else None), applied.unplaced, {"by": applied.result.stats.mode}
     if runner is None:
         merged = merge(item.before, change)
         offered = merged.text if merged.program is not None and not merged.unplaced else None
@@ -123,9 +125,9 @@ def _merged(
     if hasattr(applier, "forget"):  # the local decoder's KV cache (a server keeps its own)
         applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
     options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language, fallback=fallback)
-    if mode == "program":
+    if mode in ("program", "pipeline"):
         try:
-            applied = apply_change(applier, item.before, change, options)
+            applied = apply_change(applier, item.before, change, options, shortcut=mode == "pipeline")
         except ChangeError as error:
             return None, (str(error),), {}
         result = applied.result
@@ -149,6 +151,9 @@ def _figures(result: EditResult) -> dict:
         "eval_calls": result.stats.eval_calls,
         "requests": result.stats.requests,
         "fallback": result.stats.fallback,
+        "by": result.stats.mode,  # what placed it: structure, merge, or the model's mode
+        "candidates": result.stats.candidates,  # placements the model chose between (0: no choice)
+        "margin": result.stats.margin,
     }
 
 
@@ -158,7 +163,7 @@ def _measure(item: EditItem, form: str, mode: str, appliers: Mapping[str, Editor
     change = read_change(built.text, form)
     started = time.perf_counter()
     try:
-        applied, unplaced, figures = _merged(item, change, mode, appliers, fallback)
+        applied, unplaced, figures = merged_by(item, change, mode, appliers, fallback)
     except Exception as error:  # one change that breaks a mode is a row with the error, the run goes on
         applied, unplaced, figures = None, (), {"error": f"{type(error).__name__}: {error}"}
     seconds = time.perf_counter() - started
