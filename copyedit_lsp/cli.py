@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import sys
@@ -274,6 +275,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from .edit import EditOptions, EditProgress
     from .languages import language_of_path
+    from .refusal import check
     from .resolver import split_lines
 
     if args.change is not None:
@@ -287,11 +289,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return 2
     lines = split_lines(text)
     language = language_of_path(path.name) or ""
-    if args.lines is not None and args.lines[1] > max(len(lines), 1):
-        print(
-            f"copyedit: --lines {args.lines[0]}-{args.lines[1]} is outside the file's {len(lines)} lines",
-            file=sys.stderr,
-        )
+    if _outside(args.lines, len(lines)):
         return 2
     editor = _open_editor(args, mode=args.mode, splice=args.splice)
     first, last = _edited_lines(args, editor, text, language, len(lines))
@@ -309,7 +307,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
         progress(EditProgress(result.stats))
     edited = head + result.text + tail
     _print_edit(path.name, text, edited, result, as_json=args.json)
-    if refused := _refused(args, result, text, edited):
+    if refused := _refused(
+        args, check(text, edited, result, language, syntax_guard=args.syntax_guard, taken=_taken(args))
+    ):
         return refused
     if args.write:
         path.write_text(edited, encoding="utf-8", newline="")
@@ -323,7 +323,7 @@ def _apply_change(args: argparse.Namespace) -> int:
 
     from .change import ChangeError, read_change
     from .edit import EditOptions
-    from .fast_apply import apply_change
+    from .fast_apply import ModelNeeded, apply_change
     from .languages import language_of_path
 
     text, given = _read_text(args.file, "file"), _read_text(args.change, "change")
@@ -334,12 +334,18 @@ def _apply_change(args: argparse.Namespace) -> int:
     except ChangeError as error:
         print(f"copyedit: {error}; nothing was changed", file=sys.stderr)
         return 2
-    editor = _open_editor(args, mode=args.mode, splice=args.splice)
     language = language_of_path(args.file) or ""
     options = EditOptions(mode=args.mode, splice=args.splice, language=language, fallback=args.fallback)
+    applied = None
     try:
-        applied = apply_change(editor, text, change, options, instruction=args.instruction or "", partial=args.partial,
-                               shortcut=args.shortcut)  # fmt: skip
+        if args.shortcut:  # what the anchors or the structure place alone, before the model loads
+            with contextlib.suppress(ModelNeeded):
+                applied = apply_change(None, text, change, options, instruction=args.instruction or "",
+                                       partial=args.partial, shortcut=True)  # fmt: skip
+        if applied is None:
+            editor = _open_editor(args, mode=args.mode, splice=args.splice)
+            applied = apply_change(editor, text, change, options, instruction=args.instruction or "",
+                                   partial=args.partial, shortcut=args.shortcut)  # fmt: skip
     except ChangeError as error:
         print(f"copyedit: {error}; nothing was changed", file=sys.stderr)
         return 2
@@ -347,41 +353,42 @@ def _apply_change(args: argparse.Namespace) -> int:
     _print_edit(Path(args.file).name, text, result.text, result, as_json=args.json, unplaced=applied.unplaced)
     for part in applied.unplaced:
         print(f"copyedit: not placed: {part}", file=sys.stderr)
-    if reason := applied.refusal(args.partial):
-        rest = " (--partial takes the rest)" if applied.unplaced and not applied.invented else ""
-        print(f"copyedit: {reason}; nothing was written{rest}", file=sys.stderr)
-        return 5
-    if refused := _refused(args, result, text, result.text):
+    if refused := _refused(args, applied.refusal(text, language, syntax_guard=args.syntax_guard, taken=_taken(args))):
         return refused
     if args.write:
         Path(args.file).write_text(result.text, encoding="utf-8", newline="")
     return 0
 
 
-def _refused(args: argparse.Namespace, result, text: str, edited: str) -> int:
-    """The exit status of a result ``edited`` of ``text`` not to be written (3: cut short, 4: it
-    loses code, 6: it changes nothing, 7: it is not what the instruction asks), said
-    on stderr; else 0."""
-    from .edit import CUTS
-    from .region import UNCHANGED, loss_refusal, mismatch_refusal
+# What ``copyedit apply`` adds to a refusal of each kind it can be told to take.
+_TAKES = {
+    "cut_short": ("allow_incomplete", " (--allow-incomplete takes it as it is)"),
+    "not_placed": ("partial", " (--partial takes the rest)"),
+    "code_lost": ("allow_loss", " (--allow-loss takes it)"),
+}
 
-    if result.cut is not None and not args.allow_incomplete:
-        print(
-            f"copyedit: the model's output was cut short: {CUTS[result.cut]}; nothing was written "
-            "(--allow-incomplete takes it as it is)",
-            file=sys.stderr,
-        )
-        return 3
-    if result.loss is not None and not args.allow_loss:
-        print(f"copyedit: {loss_refusal(result.loss)}; nothing was written (--allow-loss takes it)", file=sys.stderr)
-        return 4
-    if edited == text:
-        print(f"copyedit: {UNCHANGED}", file=sys.stderr)
-        return 6
-    if result.mismatch:
-        print(f"copyedit: {mismatch_refusal(result.mismatch)}; nothing was written", file=sys.stderr)
-        return 7
-    return 0
+
+def _taken(args: argparse.Namespace) -> frozenset[str]:
+    """The refusal kinds the arguments take (``--allow-incomplete``, ``--partial``, ``--allow-loss``)."""
+    return frozenset(kind for kind, (flag, _) in _TAKES.items() if getattr(args, flag, False))
+
+
+def _refused(args: argparse.Namespace, refusal) -> int:
+    """The exit status of a result not to be written (:class:`~copyedit_lsp.refusal.Refusal`),
+    said on stderr; 0 for none."""
+    if refusal is None:
+        return 0
+    hint = _TAKES.get(refusal.kind, ("", ""))[1]
+    print(f"copyedit: {refusal.message}; nothing was written{hint}", file=sys.stderr)
+    return refusal.exit_status
+
+
+def _outside(asked: tuple[int, int] | None, n_lines: int) -> bool:
+    """Whether ``--lines`` reaches past the file's ``n_lines`` lines (said on stderr)."""
+    if asked is None or asked[1] <= max(n_lines, 1):
+        return False
+    print(f"copyedit: --lines {asked[0]}-{asked[1]} is outside the file's {n_lines} lines", file=sys.stderr)
+    return True
 
 
 def _edited_lines(args: argparse.Namespace, editor, text: str, language: str, n_lines: int) -> tuple[int, int]:
@@ -877,6 +884,12 @@ def _add_result_arguments(apply: argparse.ArgumentParser) -> None:
         "--allow-loss",
         action="store_true",
         help="exit 0 and write (with --write) even when the edit drops code the instruction did not ask to drop",
+    )
+    apply.add_argument(
+        "--no-syntax-guard",
+        dest="syntax_guard",
+        action="store_false",
+        help="take a result that parses worse than the file (the server's syntaxGuard false)",
     )
 
 

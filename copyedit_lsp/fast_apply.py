@@ -26,9 +26,14 @@ from .edit import DecodeError, EditOptions, Editor, EditResult, EditStats, Progr
 from .loss import Loss, lost_code
 from .merge import Merged, merge
 from .prompt import alike
+from .refusal import Refusal, check
 from .resolver import split_lines
 from .scope import LANGUAGES, adds_syntax_errors, syntax_errors
 from .structure import placements
+
+
+class ModelNeeded(ChangeError):
+    """A change only the model merges (or chooses a placement of), asked of no model."""
 
 
 @dataclass(frozen=True)
@@ -54,18 +59,12 @@ class ApplyOutcome:
             and not self.worse_syntax
         )
 
-    def refusal(self, partial: bool = False, syntax_guard: bool = True) -> str | None:
-        """Why the result must not be applied, but for the code it loses (asked about apart), or
-        None; ``partial`` takes a result that lacks parts of the change, no ``syntax_guard`` one
-        that parses worse than the file."""
-        if self.invented:
-            shown = ", ".join(repr(line) for line in self.invented[:3])
-            return f"the result writes lines in neither the file nor the change ({shown})"
-        if self.unplaced and not partial:
-            return "a part of the change could not be placed: " + "; ".join(self.unplaced)
-        if self.worse_syntax and syntax_guard:
-            return "the result has more syntax errors than the file: a part of the change is misplaced"
-        return None
+    def refusal(
+        self, before: str, language: str | None, *, syntax_guard: bool = True, taken: frozenset[str] = frozenset()
+    ) -> Refusal | None:
+        """Why the result (of ``before``) must not be applied (:func:`~copyedit_lsp.refusal.check`), or None."""
+        return check(before, self.result.text, self.result, language, unplaced=self.unplaced, invented=self.invented,
+                     syntax_guard=syntax_guard, taken=taken)  # fmt: skip
 
 
 def apply_change(
@@ -88,7 +87,10 @@ def apply_change(
     other = other_language(change, text, options.language)
     if other is not None:
         raise ChangeError(f"the change's code reads as {other}, not {options.language}")
-    merged = merge(text, change)
+    structured = _structured(applier, text, change, options, instruction)
+    if structured is not None and shortcut:  # structure's placement passes every check: it answers
+        return structured
+    merged = structured.merged if structured is not None else merge(text, change)  # else the anchors'
     anchored = [part for part in merged.unplaced if not part.startswith("part ")]  # blocks and hunks
     if anchored and (not partial or len(anchored) == len(change.pieces)):
         raise ChangeError("not placed: " + "; ".join(anchored))
@@ -99,15 +101,10 @@ def apply_change(
         merged = merge(text, change)
     else:
         full = change
-    structured = _structured(applier, text, full, change, options, instruction, anchored)
-    if structured is not None:  # structure's placement passes every check: it answers, or drafts the model's
-        if shortcut:
-            return structured
-        merged = structured.merged
     if shortcut and answers_alone(change, merged) and merged.program is not None:
         result = EditResult(merged.program, merged.text, EditStats(mode=merged.placed_by))
     elif applier is None:
-        raise ChangeError("neither its anchors nor the code's structure place it: only the model would merge it")
+        raise ModelNeeded("neither its anchors nor the code's structure place it: only the model would merge it")
     else:
         result = applier.apply(
             text, change, options, instruction=instruction, plan=merged.program, stop=stop, on_progress=on_progress
@@ -116,27 +113,21 @@ def apply_change(
 
 
 def _structured(
-    applier: Editor | None,
-    text: str,
-    full: Change,
-    change: Change,
-    options: EditOptions,
-    instruction: str,
-    anchored: Sequence[str],
+    applier: Editor | None, text: str, change: Change, options: EditOptions, instruction: str
 ) -> ApplyOutcome | None:
-    """The placement of ``change`` by the code's structure that passes every check: the only one,
-    or where structure leaves a choice the one ``applier``'s model finds likeliest (its stats say
-    among how many, by what margin); None where structure places none."""
+    """The placement of ``change`` (a snippet or a whole file) by the code's structure that passes
+    every check: the only one, or where structure leaves a choice the one ``applier``'s model finds
+    likeliest (its stats say among how many, by what margin); None where structure places none."""
     passing = []
     for placed in placements(text, change, options.language) if change.form in ("snippet", "file") else ():
         by_structure = EditResult(placed.program, placed.text, EditStats(mode="structure"))
-        outcome = _checked(by_structure, text, full, change, placed, options.language, instruction, anchored)
+        outcome = _checked(by_structure, text, change, change, placed, options.language, instruction, ())
         if outcome.complete:
             passing.append(outcome)
     if len(passing) <= 1:
         return passing[0] if passing else None
     if applier is None:
-        raise ChangeError(f"the code's structure leaves {len(passing)} placements: only the model chooses between them")
+        raise ModelNeeded(f"the code's structure leaves {len(passing)} placements: only the model chooses between them")
     try:
         scores = applier.rank(text, change, [o.result.text for o in passing], options, instruction)
     except DecodeError as error:

@@ -30,8 +30,8 @@ from starlette.routing import Route
 
 from .change import ChangeError, read_change
 from .config import Settings
-from .edit import CUTS, DecodeError, EditStats
-from .region import check_size, loss_refusal
+from .edit import DecodeError, EditStats
+from .region import check_size
 from .resolver import split_lines
 from .scope import language_of_code
 from .worker import Worker
@@ -165,14 +165,11 @@ class ApplyService:
         finally:
             watcher.cancel()
         result = applied.result
-        if result.cut is not None:
-            refusal: str | None = f"the model's output was cut short: {CUTS[result.cut]}"
-        else:
-            refusal = applied.refusal(syntax_guard=self.settings.syntax_guard) or (
-                loss_refusal(result.loss) if result.loss is not None else None
-            )
-        if refusal:
-            raise RequestError(400, "change_not_applied", f"{refusal}; nothing was applied")
+        refusal = await asyncio.to_thread(
+            applied.refusal, asked.code, language, syntax_guard=self.settings.syntax_guard
+        )
+        if refusal is not None:
+            raise RequestError(400, refusal.code, f"{refusal.message}; nothing was applied")
         return result.text, result.stats
 
     async def chat_completions(self, request: Request) -> Response:

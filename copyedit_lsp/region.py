@@ -12,10 +12,9 @@ from typing import Any
 
 import cattrs
 
-from .edit import CUTS
-from .loss import NAME, Loss
+from .loss import NAME
 from .resolver import split_lines
-from .scope import Definition, Scope, adds_syntax_errors, definitions, edit_scope
+from .scope import Definition, Scope, definitions, edit_scope
 
 
 @dataclass(frozen=True)
@@ -228,35 +227,3 @@ def chunk_lines(n_ctx: int) -> int:
     """The most lines of a file a workspace refactor edits at once: a code line is about ten
     tokens, and the prompt needs room (a context sized to each edit, ``n_ctx`` 0, counts as 4096)."""
     return max(20, (n_ctx or 4096) // 40)
-
-
-DOCUMENT_CHANGED = "the document changed while the edit ran (or was closed or reopened); run it again"
-UNCHANGED = (
-    "the result is the code as it was: the model changed nothing (say the change more precisely, select "
-    "the lines to change, or try another mode or model)"
-)
-
-
-def refusal(
-    before: str, after: str, language_id: str | None, *, changed: bool, cut: str | None, syntax_guard: bool
-) -> str | None:
-    """Why a finished edit of ``before`` into ``after`` must not be applied, or None: the document
-    ``changed`` (or was closed or reopened) while it ran, the model's output was ``cut`` short
-    (:data:`~copyedit_lsp.edit.CUTS`), or (with ``syntax_guard``) it parses worse."""
-    if changed:
-        return DOCUMENT_CHANGED
-    if cut is not None:
-        return f"the model's output was cut short: {CUTS[cut]}"
-    if syntax_guard and adds_syntax_errors(before, after, language_id):
-        return "the result has more syntax errors than the original (set syntaxGuard to false to allow it)"
-    return None
-
-
-def mismatch_refusal(reason: str) -> str:
-    """Why an edit that is not what its instruction asks is not offered (:func:`~copyedit_lsp.asked.mismatch`)."""
-    return f"the result is not what the instruction asks: {reason}"
-
-
-def loss_refusal(loss: Loss) -> str:
-    """Why an edit that loses code is not offered as it is (:mod:`~copyedit_lsp.loss`)."""
-    return f"the edit loses code: {loss.describe()}"

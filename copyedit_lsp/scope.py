@@ -146,10 +146,12 @@ class Definition:
         return ".".join((*self.outer, self.name))
 
 
-def definitions(text: str, language_id: str | None) -> list[Definition]:
-    """Every named definition of ``text``, nested ones too, in order (none for an unknown language)."""
+@functools.lru_cache(maxsize=8)
+def definitions(text: str, language_id: str | None) -> tuple[Definition, ...]:
+    """Every named definition of ``text``, nested ones too, in order (none for an unknown
+    language; the last few cached: the checks read the same texts)."""
     if language_id not in LANGUAGES:
-        return []
+        return ()
     parsed = parse(text, language_id)
     found: list[Definition] = []
     seen: set[tuple[int, int]] = set()
@@ -165,7 +167,7 @@ def definitions(text: str, language_id: str | None) -> list[Definition]:
             found.append(Definition(first, last + 1, kind, name, outer))
             inner = (*outer, name)
         stack.extend((child, inner) for child in reversed(node.named_children))
-    return found
+    return tuple(found)
 
 
 def _definition(node: Node) -> tuple[Node, str, str | None] | None:
@@ -289,7 +291,9 @@ def adds_syntax_errors(before: str, after: str, language_id: str | None) -> bool
     return language_id == "python" and _compiles(before) and not _compiles(after)
 
 
+@functools.lru_cache(maxsize=8)
 def _compiles(source: str) -> bool:
+    """Whether ``source`` compiles as Python (the last few cached: each check compiles the file)."""
     try:
         compile(source, "<copyedit>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):

@@ -28,14 +28,13 @@ from . import __version__
 from .actions import Diagnostic, list_actions
 from .change import ChangeError, read_change
 from .config import Settings, updated
-from .edit import CUTS, FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
+from .edit import FALLBACKS, Cancelled, EditProgress, EditResult, EditStats
 from .live import OP_NOTIFICATION, LiveOps
 from .loss import Loss
 from .program import Program
 from .protocol import CopyeditProtocol, FramedServer, request_id
+from .refusal import DOCUMENT_CHANGED, Refusal, check, lost
 from .region import (
-    DOCUMENT_CHANGED,
-    UNCHANGED,
     ApplyArguments,
     EditArguments,
     RefactorArguments,
@@ -44,12 +43,9 @@ from .region import (
     check_size,
     choice_names,
     chunk_lines,
-    loss_refusal,
-    mismatch_refusal,
     narrowed_scope,
     parse_arguments,
     plan_region,
-    refusal,
     replace_region,
 )
 from .resolver import Source, sources, split_lines
@@ -347,7 +343,7 @@ async def _take_loss(ls: CopyeditServer, loss: Loss) -> bool:
     answer = await ls.window_show_message_request_async(
         types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
-            message=f"copyedit: {loss_refusal(loss)}",
+            message=f"copyedit: {lost(loss).message}",
             actions=[types.MessageActionItem(title=TAKE_LOSS), types.MessageActionItem(title=DISCARD)],
         )
     )
@@ -443,9 +439,9 @@ async def apply(ls: CopyeditServer, *arguments) -> dict:
                 progress.live_done(applied.result.stats if applied else None)
     label = f"apply a {change.form}" + (f": {args.instruction}" if args.instruction else "")
     result = applied.result if applied is not None else None
-    refused = applied.refusal(args.partial, ls.settings.syntax_guard) if applied is not None else None
     written = tuple(sources(result.program)) if result is not None and result.program is not None else None
-    edited = Edited(args.uri, document, version, text, region, result, None, language, label, refused, written)
+    edited = Edited(args.uri, document, version, text, region, result, None, language, label, written,
+                    applied.unplaced if applied else (), applied.invented if applied else (), args.partial)  # fmt: skip
     answer = await _conclude(ls, progress, edited)
     return answer | ({"unplaced": list(applied.unplaced)} if applied is not None and applied.unplaced else {})
 
@@ -453,8 +449,9 @@ async def apply(ls: CopyeditServer, *arguments) -> dict:
 @dataclass(frozen=True)
 class Edited:
     """A finished edit or apply of ``uri``: the document and text it started from, the region,
-    the result (None: cancelled) and its program (for minimal edits), the label a review shows,
-    and why an apply's result must not be applied (a part not placed, a line invented), if so."""
+    the result (None: cancelled) and its program (for minimal edits), the label a review shows;
+    an apply's: where each line of its result comes from, the parts of its change not placed, the
+    lines it invents, and whether the user takes a result that lacks parts (``partial``)."""
 
     uri: str
     document: object
@@ -465,8 +462,10 @@ class Edited:
     program: Program | None
     language: str | None
     label: str
-    refused: str | None = None
-    written: tuple[Source, ...] | None = None  # an apply's: where each line of the result comes from
+    written: tuple[Source, ...] | None = None
+    unplaced: tuple[str, ...] = ()
+    invented: tuple[str, ...] = ()
+    partial: bool = False
 
 
 async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> dict:
@@ -479,22 +478,16 @@ async def _conclude(ls: CopyeditServer, progress: _Progress, edited: Edited) -> 
         _notify(ls, f"the edit was not applied: {DOCUMENT_CHANGED}", types.MessageType.Warning)
         return {"applied": False, "reason": DOCUMENT_CHANGED}  # a change of the document stopped it
     new_text = replace_region(text, edited.region, result.text)
-    reason, edits = await asyncio.to_thread(
-        _checked_edits, text, new_text, edited.region, result, edited.program, edited.language,
-        ls.settings.syntax_guard, _encoding(ls),
-    )  # fmt: skip
-    if reason is None and edited.refused:
-        reason = edited.refused
-    if reason is None and result.mismatch:
-        reason = mismatch_refusal(result.mismatch)
-    if reason is None and result.loss is not None and not await _take_loss(ls, result.loss):
-        reason = loss_refusal(result.loss)
+    refusal, edits = await asyncio.to_thread(_checked_edits, edited, new_text, ls.settings.syntax_guard, _encoding(ls))
+    if refusal is not None and refusal.kind == "code_lost" and result.loss and await _take_loss(ls, result.loss):
+        refusal = None  # the user reviews it hunk by hunk
     if not _unchanged(ls, uri, document, version, text):  # read last, on the loop: nothing can come between
-        reason = DOCUMENT_CHANGED
-    if reason is not None:
+        refusal = Refusal("stale_document")
+    if refusal is not None:
+        reason = refusal.message + _SERVER_HINTS.get(refusal.kind, "")
         progress.end(f"not applied: {reason}")
         _notify(ls, f"the edit was not applied: {reason}", types.MessageType.Warning)
-        return {"applied": False, "reason": reason, "text": new_text} | _answer(result)
+        return {"applied": False, "reason": reason, "refusal": refusal.code, "text": new_text} | _answer(result)
     provenance = None
     if edited.written is not None and len(edited.written) == len(split_lines(result.text)):  # an apply's review
         provenance = hunk_provenance(edits, edited.region.start, edited.written)
@@ -591,17 +584,24 @@ def _stop_edits_of(ls: CopyeditServer, uri: str) -> None:
         stop.set()
 
 
+# What the server adds to a refusal of a kind its settings can allow.
+_SERVER_HINTS = {"syntax_worse": " (set syntaxGuard to false to allow it)"}
+
+
 def _checked_edits(
-    text: str, new_text: str, region: Region, result: EditResult, program, language, guard: bool, encoding: str
-) -> tuple[str | None, list[types.TextEdit]]:
-    """Why the edit must not be applied (a cut output, the region's code unchanged, syntax errors),
-    or else its minimal text edits; run off the event loop (both parse the document)."""
-    if result.cut is None and result.text == region.source:
-        return UNCHANGED, []
-    reason = refusal(text, new_text, language, changed=False, cut=result.cut, syntax_guard=guard)
-    if reason is not None:
-        return reason, []
-    return None, region_edits(text, region.start, region.end, result.text, program, encoding)
+    edited: Edited, new_text: str, guard: bool, encoding: str
+) -> tuple[Refusal | None, list[types.TextEdit]]:
+    """Why the edit must not be applied (:func:`~copyedit_lsp.refusal.check`), and its minimal
+    text edits where it may be (code it loses aside: the user may take it); run off the event loop
+    (both parse the document)."""
+    result, region = edited.result, edited.region
+    assert result is not None
+    taken = frozenset({"not_placed"} if edited.partial else ())
+    refusal = check(edited.text, new_text, result, edited.language, unplaced=edited.unplaced,
+                    invented=edited.invented, syntax_guard=guard, taken=taken)  # fmt: skip
+    if refusal is not None and refusal.kind != "code_lost":
+        return refusal, []
+    return refusal, region_edits(edited.text, region.start, region.end, result.text, edited.program, encoding)
 
 
 def _unchanged(ls: CopyeditServer, uri: str, document, version: int | None, text: str) -> bool:
@@ -706,11 +706,10 @@ async def _refactor_file(
         except Exception as error:  # this file is reported and left alone; the others go on
             skipped.append((file.relative, str(error)))
             return None
-        if result.cut is not None:
-            skipped.append((file.relative, f"the model's output was cut short: {CUTS[result.cut]}"))
-            return None
-        if result.loss is not None:
-            skipped.append((file.relative, loss_refusal(result.loss)))
+        refusal = check(text, replace_region(text, region, result.text), result, language,
+                        syntax_guard=ls.settings.syntax_guard)  # fmt: skip
+        if refusal is not None and refusal.kind != "unchanged":  # a chunk it leaves alone is no refusal
+            skipped.append((file.relative, refusal.message))
             return None
         edits += [
             types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=file.relative)

@@ -63,7 +63,7 @@ class _Text:
 
     text: str
     lines: list[str]
-    defs: list[Definition]
+    defs: tuple[Definition, ...]
 
     @classmethod
     def of(cls, text: str, language: str) -> _Text:

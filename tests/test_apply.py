@@ -175,7 +175,9 @@ def test_an_apply_whose_result_parses_worse_than_the_file_is_refused():
     )
     applied = apply_change(Scripted(off), FILE, snippet, options)
     assert applied.worse_syntax and not applied.complete and applied.unplaced == ()
-    assert "more syntax errors" in applied.refusal() and applied.refusal(syntax_guard=False) is None
+    refusal = applied.refusal(FILE, "python")
+    assert (refusal.kind, refusal.exit_status, refusal.code) == ("syntax_worse", 5, "syntax_worse")
+    assert "more syntax errors" in refusal.message and applied.refusal(FILE, "python", syntax_guard=False) is None
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -238,7 +240,8 @@ def test_a_change_that_cannot_be_placed_or_is_another_languages_is_refused_befor
     scripted = Scripted(AFTER.replace("import sys\n", ""))
     applied = apply_change(scripted, FILE, both, options, partial=True)
     assert [part.split(":")[0] for part in applied.unplaced] == ["block 3 ('return missing')"]
-    assert applied.complete is False and applied.refusal(partial=True) is None
+    assert applied.refusal(FILE, "python").kind == "not_placed"
+    assert applied.complete is False and applied.refusal(FILE, "python", taken=frozenset({"not_placed"})) is None
     assert scripted.changes == [read_change(BLOCKS)]  # the model read the two blocks placed, no more
     assert scripted.plans == [merge(FILE, read_change(BLOCKS)).program]
 

@@ -11,7 +11,7 @@ import pytest
 from texts import SHAPES
 
 from copyedit_lsp.edit import CUTS
-from copyedit_lsp.region import UNCHANGED
+from copyedit_lsp.refusal import UNCHANGED
 
 pytestmark = pytest.mark.model
 
@@ -48,22 +48,23 @@ def test_apply_exits_3_on_an_incomplete_result_unless_allow_incomplete(tmp_path,
 
 def test_apply_refuses_an_edit_that_loses_code_unless_allow_loss(tmp_path, tiny_model_path):
     """Told to shorten ``describe`` over the whole file, the tiny model's program writes ``describe``
-    where ``area`` and ``perimeter`` were: ``copyedit apply`` names them, writes nothing and exits 4;
+    where ``area`` and ``perimeter`` were: ``copyedit apply`` names them, writes nothing and exits 4
+    (its syntax aside: ``--no-syntax-guard``, else a result that parses worse is refused first);
     ``--allow-loss`` writes it.  Without ``--whole-file`` the edit covers ``describe`` alone, and
     whatever the model writes there, the other two are kept."""
     path = tmp_path / "shapes.py"
     path.write_text(SHAPES)
-    refused = apply(path, "Shorten describe.", "--whole-file")
+    refused = apply(path, "Shorten describe.", "--whole-file", "--no-syntax-guard")
     assert refused.returncode == 4, refused.stderr
     printed = json.loads(refused.stdout)
     assert printed["loss"]["definitions"] == ["area", "perimeter"]
     assert "the edit loses code: it drops lines 4-9; area, perimeter" in refused.stderr
     assert "nothing was written (--allow-loss takes it)" in refused.stderr and path.read_text() == SHAPES
-    allowed = apply(path, "Shorten describe.", "--whole-file", "--allow-loss")
+    allowed = apply(path, "Shorten describe.", "--whole-file", "--allow-loss", "--no-syntax-guard")
     assert allowed.returncode == 0, allowed.stderr
     assert path.read_text() == json.loads(allowed.stdout)["text"] == printed["text"]
     path.write_text(SHAPES)
-    narrowed = apply(path, "Shorten describe.", "--allow-incomplete")  # the tiny model may write on
+    narrowed = apply(path, "Shorten describe.", "--allow-incomplete", "--no-syntax-guard")  # it may write on
     assert narrowed.returncode == 0, narrowed.stderr
     assert "copyedit: editing function describe (lines 12-15" in narrowed.stderr
     assert path.read_text().startswith(SHAPES[: SHAPES.index("def describe")])

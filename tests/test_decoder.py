@@ -34,7 +34,7 @@ from copyedit_lsp.merge import merge
 from copyedit_lsp.models import ModelError
 from copyedit_lsp.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, parse_program
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
-from copyedit_lsp.region import refusal
+from copyedit_lsp.refusal import check
 from copyedit_lsp.resolver import oracle_program, resolve
 
 pytestmark = pytest.mark.model
@@ -488,8 +488,8 @@ def test_a_gen_at_the_decoders_length_cap_is_cut_short_and_refused(tiny):
     (gen,) = result.program.ops
     assert gen.text.endswith("\n") and len(gen.text) < len(long_gen.ops[0].text)
     assert result.text == gen.text
-    why = refusal("x = 1\n", result.text, "python", changed=False, cut=result.cut, syntax_guard=True)
-    assert why == f"the model's output was cut short: {CUTS['max_gen_tokens']}"
+    why = check("x = 1\n", result.text, result, "python")
+    assert why.message == f"the model's output was cut short: {CUTS['max_gen_tokens']}" and why.exit_status == 3
     whole = tiny.edit("x = 1\n", "Write many values.", scripted)
     assert whole.cut is None and whole.program == long_gen
 

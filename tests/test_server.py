@@ -19,7 +19,7 @@ from texts import SHAPES, VARIANCE_SNIPPET
 
 from copyedit_lsp.edit import CUTS
 from copyedit_lsp.program import Copy, Gen, Program
-from copyedit_lsp.region import UNCHANGED
+from copyedit_lsp.refusal import UNCHANGED
 from copyedit_lsp.resolver import resolve, split_lines
 from copyedit_lsp.scope import adds_syntax_errors
 from copyedit_lsp.textedits import apply_lsp_edits
