@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from itertools import pairwise
@@ -43,6 +44,8 @@ T = TypeVar("T")
 # How alike (difflib's ratio of their code, names aside) a definition the file lacks by name and
 # one of the file's are when it renames that one, and at most when it is new.
 RENAMED, NEW = 0.9, 0.6
+REWRITTEN = 0.75  # how alike a piece the file holds no line of and the file lines it rewrites are
+REWRITE_MARGIN = 0.1  # runs of file lines this close in likeness to a piece's best are each a choice
 RENAMED_LINES = 3  # a shorter definition the file lacks by name renames one only when alike by RENAMED
 
 
@@ -102,31 +105,54 @@ def placements(text: str, change: Change, language: str, limit: int = CANDIDATES
     file, snippet = _Text.of(ended, language), _Text.of(code, language)
     if not syntax_errors(code, language) and change.form == "file" and not _leaves_out_definitions(file, snippet):
         return []  # a whole file
-    found: list[Merged] = []
-    waiting: list[tuple[int, ...]] = [] if syntax_errors(code, language) else [()]
+    marked = [line.marker for line in change.lines]
+    found = [] if syntax_errors(code, language) else _each(file, snippet, marked, language, limit, _items)
+    if not found and change.form == "snippet":  # pieces of definitions: each merged into the one it opens or lies in
+        found = _each(file, snippet, marked, language, limit, lambda placing: _fragments(placing, change))
+    return [_merged(text, file, splices, change) for splices in found]
+
+
+def _each(
+    file: _Text,
+    snippet: _Text,
+    marked: list[bool],
+    language: str,
+    limit: int,
+    placed: Callable[[_Placing], list[_Splice]],
+) -> list[list[_Splice]]:
+    """The splices of each placement ``placed`` makes, one per way through the choices it meets
+    (the first options first), at most ``limit``; none where an item is not placed, two items go
+    in one place, or nothing changes."""
+    found: list[list[_Splice]] = []
+    waiting: list[tuple[int, ...]] = [()]
     while waiting and len(found) < limit:
         decisions = waiting.pop(0)
-        placing = _Placing(file, snippet, [line.marker for line in change.lines], language, decisions)
+        placing = _Placing(file, snippet, marked, language, decisions)
         try:
-            splices = sorted(_Region(placing, (0, len(file.lines)), (0, len(snippet.lines))).splices(), key=_span)
+            splices = sorted(placed(placing), key=_span)
         except _Unplaced:
             splices = []
         for at in range(len(decisions), len(placing.branches)):  # the other choices after the ones made
             waiting += [(*decisions, *(0,) * (at - len(decisions)), other) for other in range(1, placing.branches[at])]
         if splices and not any(a.end > b.start or _span(a) == _span(b) for a, b in pairwise(splices)):
-            found.append(_merged(text, file, splices, change))  # else nothing to change, or two items in one place
-    if not found and change.form == "snippet":  # pieces of definitions: each merged into the one it opens or lies in
-        splices = _fragments(file, change, language)
-        found = [_merged(text, file, splices, change)] if splices else []
+            found.append(splices)
     return found
 
 
-def _fragments(file: _Text, change: Change, language: str) -> list[_Splice]:
-    """A snippet that does not parse, read as pieces between its unindented markers: each merged
-    by the line anchors of :mod:`.merge` into the file's definition it opens (its first line that
-    definition's first) or else lies in (the innermost holding every anchoring line of it the
-    file holds); none where a piece has no such definition, or two pieces the same."""
-    placing = _Placing(file, file, [], language)
+def _items(placing: _Placing) -> list[_Splice]:
+    """The snippet read as items (definitions, imports, context lines) placed in the whole file."""
+    return _Region(placing, (0, len(placing.file.lines)), (0, len(placing.snippet.lines))).splices()
+
+
+def _fragments(placing: _Placing, change: Change) -> list[_Splice]:
+    """The snippet read as pieces between its unindented markers (one that does not parse, or
+    whose items do not place): each merged by the line anchors of :mod:`.merge` into the file's
+    definition it opens (its first line that definition's first) or else lies in (the innermost
+    holding every anchoring line of it the file holds); a piece none of whose lines the file
+    holds, and that holds no definition, rewrites the run of file lines most like it
+    (:func:`_rewritten`). Raises
+    :class:`_Unplaced` where a piece has no such place."""
+    file = placing.file
     pieces: list[list[ChangeLine]] = [[]]
     for line in change.lines:
         if line.marker and not _indent(line.text):
@@ -139,23 +165,50 @@ def _fragments(file: _Text, change: Change, language: str) -> list[_Splice]:
         if not written:
             continue
         part, first = piece[written[0] : written[-1] + 1], piece[written[0]].text.strip()
+        lines = [line.text for line in part if not line.marker]
         opens = [d for d in file.defs if file.lines[d.start_line].strip() == first]
         header = len(opens) == 1
-        match = opens[0] if header else _lying_in(file, [line.text for line in part if not line.marker])
+        if not header and not any(line.marker for line in part) and not _known(file, lines):
+            if definitions("".join(lines), placing.language):
+                raise _Unplaced  # a definition the items did not place is not forced in by likeness
+            splices.append(_rewritten(placing, lines))
+            continue
+        match = opens[0] if header else _lying_in(file, lines)
         if match is None:
-            return []  # no definition holds its lines, or two apart do
+            raise _Unplaced  # no definition holds its lines, or two apart do
         if header and not any(line.marker for line in part):  # the definition's opening: the rest of it kept
             part.append(ChangeLine("...", True))
         if not header:  # where no marker stands, the piece shows the definition's edge
             part = [*[ChangeLine("...", True)] * (at > 0), *part, *[ChangeLine("...", True)] * (at < len(pieces) - 1)]
-        try:
-            splices += placing.anchored(
-                match, [line.text for line in part], [line.marker for line in part], header=header
-            )
-        except _Unplaced:
-            return []
-    splices.sort(key=_span)
-    return [] if any(a.end > b.start for a, b in pairwise(splices)) else splices
+        splices += placing.anchored(match, [line.text for line in part], [line.marker for line in part], header=header)
+    return splices
+
+
+def _known(file: _Text, lines: list[str]) -> bool:
+    """Whether the file holds one of ``lines`` that anchors (stripped)."""
+    held = {line.strip() for line in file.lines}
+    return any(anchors(line) and line.strip() in held for line in lines)
+
+
+def _rewritten(placing: _Placing, lines: list[str]) -> _Splice:
+    """``lines`` (none of which the file holds) over the run of as many file lines most like
+    them, line for line (at least :data:`REWRITTEN` alike on average), re-indented as the first;
+    where two runs are about as alike, a choice, the most alike first."""
+    file, n = placing.file.lines, len(lines)
+    mine = [line.strip() for line in lines]
+    alike = []
+    for start in range(len(file) - n + 1):
+        if all(file[start + k].strip() for k in range(n)):
+            score = sum(SequenceMatcher(None, file[start + k].strip(), mine[k]).ratio() for k in range(n)) / n
+            if score >= REWRITTEN:
+                alike.append((score, start))
+    if not alike:
+        raise _Unplaced
+    alike.sort(reverse=True)
+    close = [start for score, start in alike if score >= alike[0][0] - REWRITE_MARGIN][:CANDIDATES]
+    start = close[0] if len(close) == 1 else placing.choose(close)
+    shift = indent_shift(file[start], lines[0])
+    return _Splice(start, start + n, tuple(reindented(line, shift) for line in lines))
 
 
 def _lying_in(file: _Text, lines: list[str]) -> Definition | None:

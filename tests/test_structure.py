@@ -69,6 +69,11 @@ CASES = {
         "class Order:\n    # ... existing methods ...\n\n    def empty(self):\n        return True\n",
         SHOP.replace("        return 0\n", "        return 0\n\n    def empty(self):\n        return True\n"),
     ),
+    "a line of no definition, rewritten: the file line most like it": (
+        SHOP,
+        "import math, os\n# ... existing code ...\n",
+        SHOP.replace("import math\n", "import math, os\n"),
+    ),
     "no marker: one changed definition of many": (
         SHOP,
         "def tax(amount):\n    return round(amount * 0.2, 2)\n",
@@ -119,7 +124,6 @@ def test_a_snippet_is_placed_by_the_definitions_it_names(case):
 
 
 LEFT_TO_OTHERS = {
-    "a changed line outside every definition": (SHOP, "import math, os\n# ... existing code ...\n"),
     "a whole file": (STATS, STATS.replace("- 1", "")),
     "a change that leaves out a definition between two it shows": (
         SHOP,
