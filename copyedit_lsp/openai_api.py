@@ -160,8 +160,10 @@ class ApplyService:
                 asked.code, change, self.settings, language=language or "",
                 instruction=asked.instruction, partial=False, shortcut=self.options.shortcut, stop=stop,
             )  # fmt: skip
-        except (ChangeError, DecodeError) as error:
-            raise RequestError(400, "change_not_applied", f"{error}; nothing was applied") from None
+        except ChangeError as error:  # another language's code, a block found nowhere or twice
+            raise RequestError(400, "invalid_change", f"{error}; nothing was applied") from None
+        except DecodeError as error:
+            raise RequestError(400, "model_error", f"{error}; nothing was applied") from None
         finally:
             watcher.cancel()
         result = applied.result
