@@ -16,13 +16,12 @@ Plain logic on two texts (tree-sitter for the definitions); the decoders and the
 
 from __future__ import annotations
 
-import difflib
 import keyword
 import re
 from dataclasses import dataclass
 
 from .asked import asked_definitions
-from .resolver import split_lines
+from .resolver import Alignment, split_lines
 from .scope import Definition, definitions
 
 RUN_LINES = 3
@@ -73,7 +72,7 @@ def lost_code(
     new_definitions = definitions(after, language_id) if old_definitions else []
     defined = {d.name for d in new_definitions}
     stripped_old, stripped_new = [line.strip() for line in old], [line.strip() for line in new]
-    matcher = difflib.SequenceMatcher(None, stripped_old, stripped_new, autojunk=False)
+    matcher = Alignment(stripped_old, stripped_new)
     images = _images(matcher, len(old))
     added = set(asked_definitions(instruction))  # asked for as new: never a rename of a lost one
     renamed = [d for d in new_definitions if d.name not in {o.name for o in old_definitions} | added]
@@ -125,7 +124,7 @@ def _header(lines: list[str], definition: Definition) -> str:
     return next((line.strip() for line in span if name.search(line)), span[0].strip())
 
 
-def _images(matcher: difflib.SequenceMatcher[str], count: int) -> list[int | None]:
+def _images(matcher: Alignment, count: int) -> list[int | None]:
     """Each of ``count`` input lines' line in the result where the two line up unchanged (the
     ``matcher`` of their stripped lines), else None."""
     images: list[int | None] = [None] * count
@@ -144,7 +143,7 @@ def _renamed(definition: Definition, fresh: list[Definition], images: list[int |
     return any(low <= d.start_line < high and 2 * (d.end_line - d.start_line) >= size for d in fresh)
 
 
-def _gone_lines(matcher: difflib.SequenceMatcher[str], a: list[str], b: list[str], kept: set[str]) -> list[bool]:
+def _gone_lines(matcher: Alignment, a: list[str], b: list[str], kept: set[str]) -> list[bool]:
     """For each input line of ``a`` (stripped; ``b`` the result's, ``matcher`` theirs): whether it is
     non-blank, held nowhere in the result (``kept``), and not rewritten in place (a replaced block
     rewrites :data:`LINES_PER_WRITTEN` input lines per line written)."""

@@ -21,6 +21,42 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+class Alignment:
+    """difflib's line alignment of ``a`` and ``b`` (``get_matching_blocks``, ``get_opcodes``), their
+    common first and last lines set aside first: an edit of a long file touches a few of its lines,
+    and the rest then costs nothing."""
+
+    def __init__(self, a: Sequence[str], b: Sequence[str]) -> None:
+        shortest = min(len(a), len(b))
+        head = next((i for i in range(shortest) if a[i] != b[i]), shortest)
+        tail = next((i for i in range(shortest - head) if a[len(a) - 1 - i] != b[len(b) - 1 - i]), shortest - head)
+        inner = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
+        blocks = [(0, 0, head)] + [(i + head, j + head, n) for i, j, n in inner.get_matching_blocks()]
+        blocks.append((len(a) - tail, len(b) - tail, tail))
+        self.blocks: list[difflib.Match] = []
+        for i, j, n in blocks:
+            last = self.blocks[-1] if self.blocks else None
+            if last is not None and last.a + last.size == i and last.b + last.size == j:
+                self.blocks[-1] = difflib.Match(last.a, last.b, last.size + n)
+            elif n:
+                self.blocks.append(difflib.Match(i, j, n))
+        self.blocks.append(difflib.Match(len(a), len(b), 0))
+
+    def get_matching_blocks(self) -> list[difflib.Match]:
+        return self.blocks
+
+    def get_opcodes(self) -> list[tuple[str, int, int, int, int]]:
+        codes, i, j = [], 0, 0
+        for ai, bj, size in self.blocks:
+            tag = "replace" if i < ai and j < bj else "delete" if i < ai else "insert" if j < bj else ""
+            if tag:
+                codes.append((tag, i, ai, j, bj))
+            if size:
+                codes.append(("equal", ai, ai + size, bj, bj + size))
+            i, j = ai + size, bj + size
+        return codes
+
+
 def resolve(program: Program, text: str, change: Sequence[str] = ()) -> str:
     """The edited text: the concatenation of every op's output over the lines of ``text`` (and,
     for an apply program, the ``change``'s lines).
@@ -61,8 +97,7 @@ def oracle_program(before: str, after: str) -> Program:
     """The shortest program that turns ``before`` into ``after``: a line diff, copies maximal."""
     a, b = split_lines(before), split_lines(after)
     ops: list[Op] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in Alignment(a, b).get_opcodes():
         if tag == "equal":
             ops.append(Copy(i1 + 1, i2))
         elif j2 > j1:  # replace or insert; a delete emits nothing
@@ -135,7 +170,7 @@ def _from_file(ops: list[Op], lines: list[str], cursor: int, new: list[str]) -> 
     """Append ops that write ``new`` from the file's lines at or after ``cursor`` (0-based) where
     they match, gens elsewhere; return the file line after the last one copied."""
     done = 0
-    for i1, k1, size in difflib.SequenceMatcher(None, lines[cursor:], new, autojunk=False).get_matching_blocks():
+    for i1, k1, size in Alignment(lines[cursor:], new).get_matching_blocks():
         if k1 > done:
             ops.append(Gen("".join(new[done:k1])))
         if size:

@@ -1,15 +1,17 @@
 """The resolver, oracle programs and minimal line edits: exact on every input."""
 
+import difflib
 import subprocess
 import sys
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import documents, edits
 
 from copyedit_lsp.datasets import PRESETS, load_items
 from copyedit_lsp.program import Copy, Gen, Program, ProgramError
-from copyedit_lsp.resolver import apply_edits, oracle_program, resolve, split_lines, text_edits
+from copyedit_lsp.resolver import Alignment, apply_edits, oracle_program, resolve, split_lines, text_edits
 
 
 @pytest.mark.parametrize(
@@ -129,3 +131,23 @@ def test_core_imports_neither_llama_nor_pygls():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "}\n", "\n"]), max_size=14)
+
+
+@given(LINES, LINES)
+@settings(max_examples=300)
+def test_an_alignment_turns_one_line_list_into_the_other_as_difflib_does(a, b):
+    """Its common first and last lines set aside, the alignment still writes ``b`` from ``a``: each
+    equal run equal, and as many lines matched as difflib matches."""
+    alignment = Alignment(a, b)
+    written = []
+    for tag, i1, i2, j1, j2 in alignment.get_opcodes():
+        assert tag != "equal" or a[i1:i2] == b[j1:j2]
+        written += a[i1:i2] if tag == "equal" else b[j1:j2]
+    assert written == b
+    matched = sum(block.size for block in alignment.get_matching_blocks())
+    assert matched >= sum(
+        block.size for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    )

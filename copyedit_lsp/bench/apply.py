@@ -124,7 +124,8 @@ def merged_by(
     applier = appliers[runner]
     if hasattr(applier, "forget"):  # the local decoder's KV cache (a server keeps its own)
         applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
-    options = EditOptions(mode="program" if mode == "oracle" else mode, language=item.language, fallback=fallback)
+    model_mode = "program" if mode in ("oracle", "pipeline") else mode
+    options = EditOptions(mode=model_mode, language=item.language, fallback=fallback)
     if mode in ("program", "pipeline"):
         try:
             applied = apply_change(applier, item.before, change, options, shortcut=mode == "pipeline")

@@ -438,7 +438,10 @@ def snippets_benchmark(
             change = read_change(case.snippet)
             for mode in modes:
                 started = time.perf_counter()
-                applied, _, figures = merged_by(case.item(), change, mode, appliers, fallback=True)
+                try:
+                    applied, _, figures = merged_by(case.item(), change, mode, appliers, fallback=True)
+                except Exception as error:  # one case that breaks a mode is a row with the error, the run goes on
+                    applied, figures = None, {"error": f"{type(error).__name__}: {error}"}
                 seconds = time.perf_counter() - started
                 scored = score(case.before, case.after, change, applied)
                 rows.append(
