@@ -4,16 +4,22 @@ of the file and of the snippet (tree-sitter, :mod:`.scope`) shows them.
 A snippet is read as a list of items between its elision markers: definitions (functions,
 methods, classes, with their decorators or ``export``), imports, and the file's own lines shown
 as context.  Each definition is matched to the file's of the same name at the same nesting
-(else, once in the whole file, at any: a method given without its class); given whole, it
-replaces its match whole; with a marker inside, its own items are placed in its match the same
-way (a class around one method), or, where it has none, its lines are merged into the match
-alone by the line anchors of :mod:`.merge`.  A definition the file lacks goes after the item
-before it in the snippet (else before the one after it; else at the end of its class or file);
-an import the file lacks goes after the file's imports.  The file's code the snippet does not
-name is kept.  Where structure cannot say (a changed line outside every definition, a name that
-matches twice, a snippet that does not parse) :func:`place` answers None and the caller merges
-otherwise; the result is an apply program of copies of the file and the change, checked as
-every apply is (:mod:`.fast_apply`).
+(else, once in the whole file, at any: a method given without its class), else to the one it
+renames (the most alike in code, names aside); given whole, it replaces its match whole; with a
+marker inside, its own items are placed in its match the same way (a class around one method),
+or, where it has none, its opening and closing lines are aligned with the match's and the lines
+between merged by the line anchors of :mod:`.merge`.  A definition the file lacks goes after the
+item before it in the snippet (else before the one after it; else at the end of its class or
+file); an import the file lacks goes after the file's imports; a definition of the file between
+two the snippet shows whole, no marker between, is deleted.  The file's code the snippet does
+not name is kept.  A snippet that does not parse, or whose items do not place, is read as pieces
+between its unindented markers, each merged into the definition it opens or lies in.
+
+:func:`placements` answers one placement, or, where structure leaves a choice (a rename or a new
+definition, a name defined twice, a piece alike to two runs of lines), each placement, for the
+model to choose between; none where structure cannot say (a line outside every definition that
+no file line is like, a definition that drops the file's ``export``).  Each is an apply program of copies of the file and the
+change, checked as every apply is (:mod:`.fast_apply`).
 """
 
 from __future__ import annotations
