@@ -37,6 +37,12 @@ _VALUES = _FUNCTION_VALUES | {"class"}
 _DECLARATIONS = {"lexical_declaration", "variable_declaration"}
 _FIELDS = {"field_definition", "public_field_definition"}
 _WRAPPERS = {"decorated_definition", "export_statement"}
+# Python nodes a definition can stand in (statements hold no ``def``): the walk goes no deeper.
+_PYTHON_HOLDERS = {
+    "module", "block", "decorated_definition", "class_definition", "function_definition", "if_statement",
+    "elif_clause", "else_clause", "for_statement", "while_statement", "try_statement", "except_clause",
+    "except_group_clause", "finally_clause", "with_statement", "match_statement", "case_clause", "ERROR",
+}  # fmt: skip
 
 
 def language_for(language_id: str | None, path: str | None = None) -> str | None:
@@ -166,7 +172,8 @@ def definitions(text: str, language_id: str | None) -> tuple[Definition, ...]:
             first, last = parsed.lines_of(whole)
             found.append(Definition(first, last + 1, kind, name, outer))
             inner = (*outer, name)
-        stack.extend((child, inner) for child in reversed(node.named_children))
+        if language_id != "python" or node.type in _PYTHON_HOLDERS:
+            stack.extend((child, inner) for child in reversed(node.named_children))
     return tuple(found)
 
 

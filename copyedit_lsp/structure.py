@@ -50,7 +50,7 @@ T = TypeVar("T")
 # How alike (difflib's ratio of their code, names aside) a definition the file lacks by name and
 # one of the file's are when it renames that one, and at most when it is new.
 RENAMED, NEW = 0.9, 0.6
-REWRITTEN = 0.75  # how alike a piece the file holds no line of and the file lines it rewrites are
+REWRITTEN = 0.7  # how alike a piece the file holds no line of and the file lines it rewrites are
 REWRITE_MARGIN = 0.1  # runs of file lines this close in likeness to a piece's best are each a choice
 RENAMED_LINES = 3  # a shorter definition the file lacks by name renames one only when alike by RENAMED
 
