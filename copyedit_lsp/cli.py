@@ -561,14 +561,14 @@ def cmd_bench_snippets(args: argparse.Namespace) -> int:
 
     from .bench import apply, snippets
 
-    cases = snippets.build_cases(
-        tuple(args.languages.split(",")), tuple(args.styles.split(",")), per_style=args.per_style, seed=args.seed
-    )
+    languages, styles = tuple(args.languages.split(",")), tuple(args.styles.split(","))
+    cases = snippets.build_cases(languages, styles, per_style=args.per_style, seed=args.seed, units=args.units)
     modes = args.modes.split(",")
     runners = dict.fromkeys(runner for mode in modes if (runner := apply.runner_of(mode)[0]) is not None)
     appliers = {runner: _open_runner(args, runner) for runner in runners}
     result = snippets.snippets_benchmark(cases, modes=modes, appliers=appliers)
-    result |= {"model": args.model if appliers else None, "per_style": args.per_style, "seed": args.seed}
+    result |= {"model": args.model if appliers else None, "per_style": args.per_style, "seed": args.seed,
+               "units": args.units}  # fmt: skip
     paths = snippets.write_outputs(result, Path(args.out), args.name)
     _write_manifest(args, args.name, selector="local" in appliers, task="apply", backend="local" if appliers else "")
     print(snippets.format_tables(result))
@@ -934,6 +934,7 @@ def _add_bench_snippets_command(bench) -> None:
     parser.add_argument("--styles", default=",".join(snippets.STYLES), help="comma-separated snippet styles")
     parser.add_argument("--per-style", type=int, default=7, help="cases of each style in each language")
     parser.add_argument("--seed", type=int, default=0, help="draws the modules and the snippets")
+    parser.add_argument("--units", type=int, default=snippets.UNITS, help="functions per module (50: ~500 lines)")
     parser.add_argument(
         "--modes", default="merge,structure", help="comma-separated modes of `bench apply` (merge, structure, ...)"
     )

@@ -186,11 +186,11 @@ def _container(language: str, name: str, members: list[tuple[str, ...]], *, obje
 class _Builder:
     """Builds one case of each style from a draw of ``functions``."""
 
-    def __init__(self, language: str, functions: list[Function], rng: random.Random):
-        self.language, self.functions, self.rng = language, functions, rng
+    def __init__(self, language: str, functions: list[Function], rng: random.Random, units: int = UNITS):
+        self.language, self.functions, self.rng, self.units = language, functions, rng, units
 
-    def draw(self, n: int = UNITS) -> list[Function]:
-        return self.rng.sample(self.functions, n)
+    def draw(self) -> list[Function]:
+        return self.rng.sample(self.functions, self.units)
 
     def module(self, units: list[tuple[str, ...]], drawn: list[Function], extra: tuple[str, ...] = ()) -> _Module:
         imports = list(dict.fromkeys(line for f in drawn for line in f.imports)) + list(extra)
@@ -413,12 +413,17 @@ class _Builder:
 
 
 def build_cases(
-    languages: tuple[str, ...] = LANGUAGES, styles: tuple[str, ...] = STYLES, per_style: int = 7, seed: int = 0
+    languages: tuple[str, ...] = LANGUAGES,
+    styles: tuple[str, ...] = STYLES,
+    per_style: int = 7,
+    seed: int = 0,
+    units: int = UNITS,
 ) -> list[SnippetCase]:
-    """``per_style`` cases of each style in each language, drawn by ``seed``."""
+    """``per_style`` cases of each style in each language, drawn by ``seed``, in modules of
+    ``units`` functions (50 make modules of about 500 lines: what an apply costs in a long file)."""
     cases = []
     for language in languages:
-        builder = _Builder(language, functions(language), random.Random(f"{seed}/{language}"))
+        builder = _Builder(language, functions(language), random.Random(f"{seed}/{language}"), units)
         for style in styles:
             for n in range(per_style):
                 before, after, snippet = builder.build(style)
