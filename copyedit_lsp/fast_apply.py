@@ -117,7 +117,8 @@ def _structured(
 ) -> ApplyOutcome | None:
     """The placement of ``change`` (a snippet or a whole file) by the code's structure that passes
     every check: the only one, or where structure leaves a choice the one ``applier``'s model finds
-    likeliest (its stats say among how many, by what margin); None where structure places none."""
+    likeliest (its stats say among how many, by what margin); None where structure places none,
+    or leaves a choice a backend cannot score (a completions server: its model merges it)."""
     passing = []
     for placed in placements(text, change, options.language) if change.form in ("snippet", "file") else ():
         by_structure = EditResult(placed.program, placed.text, EditStats(mode="structure"))
@@ -130,8 +131,8 @@ def _structured(
         raise ModelNeeded(f"the code's structure leaves {len(passing)} placements: only the model chooses between them")
     try:
         scores = applier.rank(text, change, [o.result.text for o in passing], options, instruction)
-    except DecodeError as error:
-        raise ChangeError(f"the code's structure leaves {len(passing)} placements: {error}") from error
+    except DecodeError:
+        return None
     first, second = sorted(range(len(passing)), key=lambda i: -scores[i])[:2]
     chosen = passing[first].result
     stats = replace(chosen.stats, candidates=len(passing), margin=scores[first] - scores[second])
