@@ -19,7 +19,7 @@ from .asked import mismatch
 from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
 from .program import Gen, Op, Program
-from .prompt import EXAMPLE_SETS, Layout, SourceView
+from .prompt import EXAMPLE_SETS, Layout, SourceView, default_layout
 from .scope import adds_syntax_errors
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"  # the model an edit runs on unless a setting names another
@@ -198,8 +198,8 @@ class EditOptions:
 
     @property
     def prompt_layout(self) -> Layout:
-        """The layout of the prompt: these options', else :class:`~copyedit_lsp.prompt.Layout`'s defaults."""
-        return self.layout or Layout()
+        """The layout of the prompt: these options', else the mode's (:func:`~copyedit_lsp.prompt.default_layout`)."""
+        return self.layout or default_layout(self.mode)
 
     def check(self, modes: Sequence[str], examples: str) -> None:
         """Raise ValueError unless the mode is one of ``modes``, the splice and the example set

@@ -94,11 +94,14 @@ class Layout:
         return f"{self.order},{self.system},{'fence' if self.fence else 'nofence'}"
 
 
-# The first design's layout, the one the shipped span selectors were trained with. Every mode now
-# lays its prompt out as Layout() does, the code first: on the development splits program mode
-# passed 5 of 21 CanItEdit items with the 1.5B where the first layout passed 1, and 18 of 33
-# HumanEvalFix ones where it passed 16 (docs/benchmarks.md, the ablation).
+# The layout a span selector was trained with (its programs read this order).
 FIRST_LAYOUT = Layout("instruction-first", "first", True)
+
+
+def default_layout(mode: str) -> Layout:
+    """The layout of ``mode``'s prompt unless one is named: :class:`Layout`'s defaults where the
+    model writes code (rewrite, lookup), else the first layout (the selectors were trained with it)."""
+    return Layout() if mode in ("rewrite", "lookup") else FIRST_LAYOUT
 
 
 # Hand-written examples (never taken from evaluation data): (language, instruction, before, after).
@@ -443,9 +446,9 @@ class ChatTemplate:
         examples: str,
         layout: Layout | None = None,
     ) -> str:
-        """The prompt text of an edit in ``mode`` laid out as ``layout`` (None: :class:`Layout`'s defaults):
+        """The prompt text of an edit in ``mode`` laid out as ``layout`` (None: :func:`default_layout`):
         rewrite and lookup write code, the others programs."""
-        layout = layout or Layout()
+        layout = layout or default_layout(mode)
         if mode in ("rewrite", "lookup"):
             prefix = rewrite_prefix(language) if layout.fence else ""
             return self.render(rewrite_messages(instruction, source, language, examples, layout), prefix)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..change import change_lines, ended_text, read_change
 from ..models import sha256_file
-from ..prompt import FIRST_LAYOUT, ChatTemplate
+from ..prompt import ChatTemplate
 from ..reports import markdown_table
 from ..resolver import oracle_apply_program, oracle_program
 from .changes import draw_form, training_change
@@ -158,7 +158,6 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
                         splice="prefill",
                         language=example.language,
                         examples=plan.examples,
-                        layout=FIRST_LAYOUT,  # the layout the shipped selectors were trained with
                     ),
                     special=True,
                 )
