@@ -158,16 +158,24 @@ def _figures(result: EditResult) -> dict:
     }
 
 
+def timed_merge(
+    item: EditItem, change: Change, mode: str, appliers: Mapping[str, Editor], fallback: bool
+) -> tuple[str | None, tuple[str, ...], dict, float]:
+    """:func:`merged_by` and the seconds it took; a mode that raises gives nothing applied and the
+    error among the figures (one change that breaks a mode is a row, the run goes on)."""
+    started = time.perf_counter()
+    try:
+        applied, unplaced, figures = merged_by(item, change, mode, appliers, fallback)
+    except Exception as error:
+        applied, unplaced, figures = None, (), {"error": f"{type(error).__name__}: {error}"}
+    return applied, unplaced, figures, time.perf_counter() - started
+
+
 def _measure(item: EditItem, form: str, mode: str, appliers: Mapping[str, Editor], fallback: bool, seed: int) -> dict:
     """One item's change of ``form``, merged by ``mode``, scored and tested."""
     built = build_change(item.before, item.after, form, item.language, random.Random(f"{seed}/{item.id}/{form}"))
     change = read_change(built.text, form)
-    started = time.perf_counter()
-    try:
-        applied, unplaced, figures = merged_by(item, change, mode, appliers, fallback)
-    except Exception as error:  # one change that breaks a mode is a row with the error, the run goes on
-        applied, unplaced, figures = None, (), {"error": f"{type(error).__name__}: {error}"}
-    seconds = time.perf_counter() - started
+    applied, unplaced, figures, seconds = timed_merge(item, change, mode, appliers, fallback)
     scored = score(item.before, item.after, change, applied)
     verdict = run_tests(item, applied) if applied is not None else None
     return {

@@ -16,7 +16,6 @@ import random
 import re
 import statistics
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from tqdm import tqdm
 from ..change import read_change
 from ..datasets import EditItem, load_items
 from ..reports import markdown_table, write_json
-from .apply import merged_by
+from .apply import timed_merge
 from .changes import MARKERS, score
 
 if TYPE_CHECKING:
@@ -211,6 +210,19 @@ class _Builder:
             parts.append(self.marker())
         return gap.join(parts)
 
+    def class_ends(self, name: str) -> tuple[str, str]:
+        """The opening and closing lines of a class ``name`` in a snippet."""
+        return (f"class {name}:\n", "") if self.language == "python" else (f"class {name} {{\n", "}\n")
+
+    def member(self, ends: tuple[str, str], lines: str, k: int, count: int) -> str:
+        """A container's snippet (its ``ends``): the ``k``-th of its ``count`` members, ``lines``,
+        with a marker for the members before it and one for those after it (at a member's indent)."""
+        indent = "    " if self.language == "python" else "  "
+        body = ([self.marker(indent)] if k else []) + [lines]
+        if k < count - 1:
+            body.append(self.marker(indent))
+        return ends[0] + "\n".join(body) + ends[1]
+
     def fixed_module(self, drawn: list[Function], broken: set[int]) -> tuple[_Module, _Module]:
         units_before = [f.buggy if k in broken else f.fixed for k, f in enumerate(drawn)]
         return self.module(units_before, drawn), self.module([f.fixed for f in drawn], drawn)
@@ -235,13 +247,7 @@ class _Builder:
         fixed = _method(self.language, drawn[k], drawn[k].fixed)
         before = self.module([_container(self.language, "Solutions", methods)], drawn)
         after = self.module([_container(self.language, "Solutions", methods[:k] + [fixed] + methods[k + 1 :])], drawn)
-        indent = "    " if self.language == "python" else "  "
-        body = [self.marker(indent)] if k else []
-        body.append("".join(fixed))
-        if k < len(drawn) - 1:
-            body.append(self.marker(indent))
-        head, tail = ("class Solutions:\n", "") if self.language == "python" else ("class Solutions {\n", "}\n")
-        return before.render(), after.render(), head + "\n".join(body) + tail
+        return before.render(), after.render(), self.member(self.class_ends("Solutions"), "".join(fixed), k, len(drawn))
 
     def new(self) -> tuple[str, str, str]:
         drawn = self.draw()
@@ -291,10 +297,8 @@ class _Builder:
         before = self.module([_container(self.language, "solutions", methods, object_literal=True)], drawn)
         after_methods = methods[:k] + [fixed] + methods[k + 1 :]
         after = self.module([_container(self.language, "solutions", after_methods, object_literal=True)], drawn)
-        body = ([self.marker("  ")] if k else []) + ["".join((*fixed[:-1], "  },\n"))]
-        if k < len(drawn) - 1:
-            body.append(self.marker("  "))
-        return before.render(), after.render(), "const solutions = {\n" + "\n".join(body) + "};\n"
+        shown = self.member(("const solutions = {\n", "};\n"), "".join((*fixed[:-1], "  },\n")), k, len(drawn))
+        return before.render(), after.render(), shown
 
     def markers(self) -> tuple[str, str, str]:
         drawn = self.draw()
@@ -361,12 +365,8 @@ class _Builder:
             _container(self.language, "Second", second[:k] + [buggy] + second[k:]),
         ]
         units_after = [units_before[0], _container(self.language, "Second", second[:k] + [fixed] + second[k:])]
-        indent = "    " if self.language == "python" else "  "
-        body = ([self.marker(indent)] if k else []) + ["".join(fixed)]
-        if k < len(second):
-            body.append(self.marker(indent))
-        head, tail = ("class Second:\n", "") if self.language == "python" else ("class Second {\n", "}\n")
-        snippet = self.marker() + self.module([], drawn).gap + head + "\n".join(body) + tail
+        shown = self.member(self.class_ends("Second"), "".join(fixed), k, len(second) + 1)
+        snippet = self.marker() + self.module([], drawn).gap + shown
         return self.module(units_before, drawn).render(), self.module(units_after, drawn).render(), snippet
 
     def _overloads(self) -> tuple[str, str, str]:
@@ -442,12 +442,7 @@ def snippets_benchmark(
         for case in cases:
             change = read_change(case.snippet)
             for mode in modes:
-                started = time.perf_counter()
-                try:
-                    applied, _, figures = merged_by(case.item(), change, mode, appliers, fallback=True)
-                except Exception as error:  # one case that breaks a mode is a row with the error, the run goes on
-                    applied, figures = None, {"error": f"{type(error).__name__}: {error}"}
-                seconds = time.perf_counter() - started
+                applied, _, figures, seconds = timed_merge(case.item(), change, mode, appliers, fallback=True)
                 scored = score(case.before, case.after, change, applied)
                 rows.append(
                     {"id": case.id, "style": case.style, "language": case.language, "mode": mode, "form": change.form,
