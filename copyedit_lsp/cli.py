@@ -353,7 +353,7 @@ def _apply_change(args: argparse.Namespace) -> int:
     _print_edit(Path(args.file).name, text, result.text, result, as_json=args.json, unplaced=applied.unplaced)
     for part in applied.unplaced:
         print(f"copyedit: not placed: {part}", file=sys.stderr)
-    if refused := _refused(args, applied.refusal(text, language, syntax_guard=args.syntax_guard, taken=_taken(args))):
+    if refused := _refused(args, applied.refusal(syntax_guard=args.syntax_guard, taken=_taken(args))):
         return refused
     if args.write:
         Path(args.file).write_text(result.text, encoding="utf-8", newline="")

@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from .change import Change, ChangeError
 from .edit import DecodeError, EditOptions, Editor, EditResult, EditStats, ProgressCallback, StopFlag, resembles
 from .loss import Loss, lost_code
-from .merge import Merged, merge
+from .merge import Merged, merge, rewrite_of
 from .prompt import alike
 from .refusal import Refusal, check
-from .resolver import split_lines
-from .scope import LANGUAGES, adds_syntax_errors, syntax_errors
+from .resolver import Alignment, split_lines
+from .scope import LANGUAGES, syntax_errors
 from .structure import placements
 
 
@@ -36,35 +36,33 @@ class ModelNeeded(ChangeError):
     """A change only the model merges (or chooses a placement of), asked of no model."""
 
 
+# The refusals an apply's own result may meet; the rest (no change, not what was asked) are the caller's.
+_APPLY_REFUSALS = frozenset({"cut_short", "not_placed", "line_invented", "syntax_worse", "code_lost"})
+
+
 @dataclass(frozen=True)
 class ApplyOutcome:
-    """An apply's result (its ``loss`` the code it drops that the change does not delete), the
-    parts of the change it lacks, and the deterministic merge it was drafted from."""
+    """An apply's result (its ``loss`` the code it drops that the change does not delete) of the
+    file ``before`` in ``language``, the parts of the change it lacks, the lines it writes that
+    are in neither the file nor the change, and the deterministic merge it was drafted from."""
 
     result: EditResult
     unplaced: tuple[str, ...]
     merged: Merged
-    invented: tuple[str, ...] = ()  # lines the result writes that are in neither the file nor the change
-    worse_syntax: bool = False  # the result parses worse than the file
+    before: str
+    language: str | None
+    invented: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        """Whether it may be offered as it is: not cut short, every part placed, nothing lost,
-        nothing written that the file and the change do not hold, no syntax error added."""
-        return (
-            self.result.cut is None
-            and not self.unplaced
-            and self.result.loss is None
-            and not self.invented
-            and not self.worse_syntax
-        )
+        """Whether it may be offered as it is: none of the apply's refusals holds."""
+        refusal = self.refusal()
+        return refusal is None or refusal.kind not in _APPLY_REFUSALS
 
-    def refusal(
-        self, before: str, language: str | None, *, syntax_guard: bool = True, taken: frozenset[str] = frozenset()
-    ) -> Refusal | None:
-        """Why the result (of ``before``) must not be applied (:func:`~copyedit_lsp.refusal.check`), or None."""
-        return check(before, self.result.text, self.result, language, unplaced=self.unplaced, invented=self.invented,
-                     syntax_guard=syntax_guard, taken=taken)  # fmt: skip
+    def refusal(self, *, syntax_guard: bool = True, taken: frozenset[str] = frozenset()) -> Refusal | None:
+        """Why the result must not be applied (:func:`~copyedit_lsp.refusal.check`), or None."""
+        return check(self.before, self.result.text, self.result, self.language, unplaced=self.unplaced,
+                     invented=self.invented, syntax_guard=syntax_guard, taken=taken)  # fmt: skip
 
 
 def apply_change(
@@ -150,13 +148,15 @@ def _checked(
     anchored: Sequence[str],
 ) -> ApplyOutcome:
     """``result``, ``change`` (of ``full``, less the ``anchored`` parts not placed) merged into
-    ``text``, checked: the code it loses, the parts it lacks, the lines it invents, its syntax."""
+    ``text``: the code it loses, the parts it lacks, the lines it invents (its syntax is read with
+    the rest of its refusal: :meth:`ApplyOutcome.refusal`)."""
     if result.cut is None:
         result = replace(result, loss=apply_loss(text, result.text, change, language, instruction, merged.deleted))
     named = {part.split(": ", 1)[0] for part in anchored}
     lacking = [part for part in unplaced_parts(full, text, result.text) if part.split(": ", 1)[0] not in named]
-    worse = result.cut is None and adds_syntax_errors(text, result.text, language)
-    return ApplyOutcome(result, (*anchored, *lacking), merged, invented_lines(text, result.text, change), worse)
+    return ApplyOutcome(
+        result, (*anchored, *lacking), merged, text, language, invented_lines(text, result.text, change)
+    )
 
 
 def invented_lines(before: str, after: str, change: Change) -> tuple[str, ...]:
@@ -218,9 +218,10 @@ def apply_loss(
 def dropped_lines(before: str, after: str, change: Change, replaced: frozenset[str] = frozenset()) -> list[int]:
     """The lines of ``before`` (1-based, not blank) that ``after`` holds fewer times (whitespace
     aside) and that ``change`` neither deletes (:meth:`~copyedit_lsp.change.Change.deleted`, or
-    ``replaced``) nor rewrites: none of its new lines (not the file's) reads like it."""
-    old = split_lines(before)
-    held = Counter(line.strip() for line in split_lines(after) if line.strip())
+    ``replaced``) nor rewrites: none of its new lines (not the file's) reads like it, nor stands
+    in a run the result rewrites in its place (:func:`~copyedit_lsp.merge.rewrite_of`)."""
+    old, result = split_lines(before), split_lines(after)
+    held = Counter(line.strip() for line in result if line.strip())
     known = {line.strip() for line in old}
     new = [key for line in change.lines if not line.marker and (key := line.text.strip()) and key not in known]
     deleted = change.deleted() | replaced
@@ -233,6 +234,15 @@ def dropped_lines(before: str, after: str, change: Change, replaced: frozenset[s
             held[key] -= 1
         elif key not in deleted and not any(resembles(key, written) for written in new):
             dropped.append(number)
+    if dropped:
+        alignment = Alignment([line.strip() for line in old], [line.strip() for line in result])
+        in_place = {
+            i + 1
+            for tag, i1, i2, j1, j2 in alignment.get_opcodes()
+            if tag == "replace" and rewrite_of(old[i1:i2], result[j1:j2])
+            for i in range(i1, i2)
+        }
+        dropped = [number for number in dropped if number not in in_place]
     return dropped
 
 
@@ -287,13 +297,14 @@ def kept_rewritten(wanted: Sequence[str], change: Change, before: str, after: st
     held, shown = Counter(result), {line.text.strip() for line in change.lines}
     candidates = [key for key in old if key]
     for line in (line for line in wanted if line not in old):
-        rewritable = {candidates[at] for _, at in alike(line, candidates)}
-        if not rewritable or any(held[key] < old[key] for key in rewritable):
-            continue  # no line it could rewrite, or one of them rewritten
         for at in (at for at, key in enumerate(result) if key == line):
-            beside = [key for key in result[max(at - 1, 0) : at] + result[at + 1 : at + 2] if key in rewritable]
+            near = [key for key in result[max(at - 1, 0) : at] + result[at + 1 : at + 2] if key and key in old]
+            beside = [key for key in near if alike(line, [key])]  # the lines beside it first: few
             if beside and beside[0] not in shown:
-                return line, beside[0]
+                rewritable = [candidates[at] for _, at in alike(line, candidates)]
+                if all(held[key] >= old[key] for key in rewritable):  # none of those it reads like rewritten
+                    return line, beside[0]
+                break
     return None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .change import Change, Piece, change_lines, ended_text, ending_as
@@ -158,16 +159,33 @@ def merge_snippet(lines: list[str], change: Change, *, reindent: bool = True) ->
 def _span(lines: list[str], cursor: int, part: list[str]) -> tuple[int, int, str] | None:
     """The file lines (from ``cursor``) a snippet part stands for, and its indentation shift:
     from the first to the last of its lines found there (blank and bracket lines never anchor),
-    widened over the file lines next to them that its unmatched first and last lines rewrite."""
-    rest = [line.strip() for line in lines[cursor:]]
+    widened over the file lines next to them that its unmatched first and last lines rewrite.
+    The lines are matched as written and stripped; the match that anchors more lines is taken, as
+    written on a tie (a part at the file's indentation tells apart lines alike but for it)."""
+    rest = lines[cursor:]
+    chains = [_chain(rest, part, str.rstrip), _chain(rest, part, str.strip)]
+    blocks = max(chains, key=lambda chain: sum(anchors(x) for b in chain for x in part[b.b : b.b + b.size]))
+    if not blocks:
+        return None
+    start, end = cursor + blocks[0].a, cursor + blocks[-1].a + blocks[-1].size
+    above, below = blocks[0].b, blocks[-1].b + blocks[-1].size  # part lines before and after the matches
+    while above and start > cursor and rewrites(part[above - 1], lines[start - 1]):
+        above, start = above - 1, start - 1
+    while below < len(part) and end < len(lines) and rewrites(part[below], lines[end]):
+        below, end = below + 1, end + 1
+    return start, end, indent_shift(lines[cursor + blocks[0].a], part[blocks[0].b])
+
+
+def _chain(rest: list[str], part: list[str], key: Callable[[str], str]) -> list[difflib.Match]:
+    """The blocks of ``part`` matched in ``rest`` (lines compared by ``key``) that hold an
+    anchoring line: the block of most anchoring lines, and the blocks next to it no farther apart
+    in the file than in the part (plus what the part may rewrite between them)."""
     matcher = difflib.SequenceMatcher(
-        lambda line: not anchors(line), rest, [line.strip() for line in part], autojunk=False
+        lambda line: not anchors(line), [key(line) for line in rest], [key(line) for line in part], autojunk=False
     )
     blocks = [b for b in matcher.get_matching_blocks() if b.size and any(anchors(x) for x in part[b.b : b.b + b.size])]
     if not blocks:
-        return None
-    # the block of most anchoring lines, and the blocks next to it no farther apart in the file
-    # than in the part (plus what the part may rewrite between them)
+        return []
     core = max(
         range(len(blocks)), key=lambda i: sum(anchors(x) for x in part[blocks[i].b : blocks[i].b + blocks[i].size])
     )
@@ -176,14 +194,7 @@ def _span(lines: list[str], cursor: int, part: list[str]) -> tuple[int, int, str
         first -= 1
     while last < len(blocks) - 1 and _near(blocks[last], blocks[last + 1]):
         last += 1
-    blocks = blocks[first : last + 1]
-    start, end = cursor + blocks[0].a, cursor + blocks[-1].a + blocks[-1].size
-    above, below = blocks[0].b, blocks[-1].b + blocks[-1].size  # part lines before and after the matches
-    while above and start > cursor and _rewrites(part[above - 1], lines[start - 1]):
-        above, start = above - 1, start - 1
-    while below < len(part) and end < len(lines) and _rewrites(part[below], lines[end]):
-        below, end = below + 1, end + 1
-    return start, end, indent_shift(lines[cursor + blocks[0].a], part[blocks[0].b])
+    return blocks[first : last + 1]
 
 
 def _near(upper: difflib.Match, lower: difflib.Match) -> bool:
@@ -193,7 +204,7 @@ def _near(upper: difflib.Match, lower: difflib.Match) -> bool:
     return 0 <= file_gap <= 2 * part_gap + 3
 
 
-def _rewrites(new: str, old: str) -> bool:
+def rewrites(new: str, old: str) -> bool:
     """Whether the change's line ``new`` reads as a rewrite of the file's line ``old``: alike
     enough, and where either is too short to anchor, all but alike with four letters or digits."""
     alike = difflib.SequenceMatcher(None, old.strip(), new.strip()).ratio()
@@ -201,3 +212,14 @@ def _rewrites(new: str, old: str) -> bool:
         letters = min(sum(c.isalnum() for c in line) for line in (new, old))
         return new.strip() == old.strip() or (letters >= 4 and alike >= 0.8)
     return alike >= 0.6
+
+
+def rewrite_of(old: Sequence[str], new: Sequence[str]) -> bool:
+    """Whether the lines ``new``, written in the place of ``old``, read as their rewrite: one of
+    them rewrites one of theirs (:func:`rewrites`), ``old`` no longer than two matched blocks may
+    lie apart around ``new`` (:func:`_near`), or line for line each opens with the same word at
+    the same indentation (``return depth == 0`` for ``return True``)."""
+    if len(old) <= 2 * len(new) + 3 and any(rewrites(line, was) for line in new for was in old):
+        return True
+    openings = [(len(line) - len(line.lstrip()), line.split()[:1]) for line in (*old, *new)]
+    return len(old) == len(new) and openings[: len(old)] == openings[len(old) :]

@@ -167,9 +167,7 @@ class ApplyService:
         finally:
             watcher.cancel()
         result = applied.result
-        refusal = await asyncio.to_thread(
-            applied.refusal, asked.code, language, syntax_guard=self.settings.syntax_guard
-        )
+        refusal = await asyncio.to_thread(applied.refusal, syntax_guard=self.settings.syntax_guard)
         if refusal is not None:
             raise RequestError(400, refusal.code, f"{refusal.message}; nothing was applied")
         return result.text, result.stats

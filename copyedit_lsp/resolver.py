@@ -18,7 +18,11 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 def split_lines(text: str) -> list[str]:
     """Split ``text`` into lines that keep their line breaks; ``"".join`` of the result is ``text``."""
-    return _LINE.findall(text)
+    if "\r" in text:
+        return _LINE.findall(text)
+    lines = text.split("\n")  # the common case, several times faster
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
 
 
 class Alignment:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import threading
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import tree_sitter_javascript
 import tree_sitter_python
 import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Tree
 
 from .languages import language_of_path
 from .resolver import split_lines
@@ -68,6 +69,8 @@ def _parser(language_id: str) -> Parser:
 
 
 _PARSE_LOCK = threading.Lock()  # a Parser must not parse on two threads at once
+_RECENT: dict[str, list[tuple[bytes, Tree]]] = {}  # per language, the last sources parsed and their trees
+RECENT = 4  # sources kept per language to reparse the next from
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,60 @@ def parse(text: str, language_id: str) -> Parsed:
     """The tree-sitter parse of ``text`` with its lines and their byte offsets (the last few cached)."""
     source = text.encode()
     with _PARSE_LOCK:
-        tree = _parser(language_id).parse(source)
+        recent = _RECENT.setdefault(language_id, [])
+        base = _edited(recent, source)
+        tree = _parser(language_id).parse(source, *([base] if base is not None else []))
+        recent[:] = [(source, tree), *recent][:RECENT]
     lines = split_lines(text)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line.encode()))
     return Parsed(tree, lines, starts)
+
+
+def _edited(recent: list[tuple[bytes, Tree]], new: bytes) -> Tree | None:
+    """A copy of the tree of the one of the ``recent`` sources most like ``new`` (at least half of
+    it the same at its start and end: an edit's result beside the file it edits), edited to stand
+    for ``new`` (the bytes between their common start and end replaced), so tree-sitter reparses
+    only around them; None where none is that alike."""
+    best, start, end = None, 0, 0
+    for old, tree in recent:
+        shortest = min(len(old), len(new))
+        head = _common_length(old, new, shortest, lambda text, n: text[:n])
+        tail = _common_length(old, new, shortest - head, lambda text, n: text[len(text) - n :])
+        if 2 * (head + tail) >= len(new) and head + tail > start + end:
+            best, start, end = (old, tree), head, tail
+    if best is None:
+        return None
+    old, tree = best
+    edited = tree.copy()
+    edited.edit(
+        start_byte=start,
+        old_end_byte=len(old) - end,
+        new_end_byte=len(new) - end,
+        start_point=_point(old, start),
+        old_end_point=_point(old, len(old) - end),
+        new_end_point=_point(new, len(new) - end),
+    )
+    return edited
+
+
+def _common_length(a: bytes, b: bytes, most: int, part: Callable[[bytes, int], bytes]) -> int:
+    """The largest ``n`` up to ``most`` with ``part(a, n) == part(b, n)`` (by halves: each
+    comparison in C)."""
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if part(a, middle) == part(b, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _point(source: bytes, offset: int) -> Point:
+    """tree-sitter's (row, column) of byte ``offset``: rows counted by ``\\n``, columns in bytes."""
+    return Point(source.count(b"\n", 0, offset), offset - (source.rfind(b"\n", 0, offset) + 1))
 
 
 def edit_scope(text: str, language_id: str | None, start_line: int, end_line: int) -> Scope:
@@ -159,22 +210,44 @@ def definitions(text: str, language_id: str | None) -> tuple[Definition, ...]:
     if language_id not in LANGUAGES:
         return ()
     parsed = parse(text, language_id)
+    if language_id == "python":
+        hits = _python_hits(parsed.tree.root_node)
+    else:  # a definition may stand in any expression: tree-sitter finds the candidates
+        hits = [
+            _definition(node)
+            for node in QueryCursor(_candidates(language_id)).captures(parsed.tree.root_node).get("d", [])
+        ]
+    wholes = {(hit[0].start_byte, hit[0].end_byte): hit for hit in hits if hit is not None and hit[2]}
     found: list[Definition] = []
-    seen: set[tuple[int, int]] = set()
-    stack: list[tuple[Node, tuple[str, ...]]] = [(parsed.tree.root_node, ())]
-    while stack:
-        node, outer = stack.pop()
-        inner = outer
-        hit = _definition(node)
-        if hit is not None and hit[2] and (hit[0].start_byte, hit[0].end_byte) not in seen:
-            whole, kind, name = hit
-            seen.add((whole.start_byte, whole.end_byte))
-            first, last = parsed.lines_of(whole)
-            found.append(Definition(first, last + 1, kind, name, outer))
-            inner = (*outer, name)
-        if language_id != "python" or node.type in _PYTHON_HOLDERS:
-            stack.extend((child, inner) for child in reversed(node.named_children))
+    around: list[tuple[int, tuple[str, ...]]] = []  # the definitions holding the next: their end, their names
+    for (_, end), (whole, kind, name) in sorted(wholes.items(), key=lambda item: (item[0][0], -item[0][1])):
+        while around and around[-1][0] < end:
+            around.pop()
+        outer = around[-1][1] if around else ()
+        first, last = parsed.lines_of(whole)
+        found.append(Definition(first, last + 1, kind, str(name), outer))
+        around.append((end, (*outer, str(name))))
     return tuple(found)
+
+
+def _python_hits(root: Node) -> list[tuple[Node, str, str | None] | None]:
+    """:func:`_definition` of each node a Python definition can stand in, and of each child."""
+    hits = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        hits.append(_definition(node))
+        if node.type in _PYTHON_HOLDERS:
+            stack.extend(node.named_children)
+    return hits
+
+
+@functools.cache
+def _candidates(language_id: str) -> Query:
+    """The query for the nodes of ``language_id`` that are or hold a definition's name."""
+    language = LANGUAGES[language_id]
+    kinds = sorted(_FUNCTIONS | _CLASSES | _FUNCTION_VALUES | {"method_definition", "class"})
+    return Query(language, " ".join(f"({kind}) @d" for kind in kinds if language.id_for_node_kind(kind, True)))
 
 
 def _definition(node: Node) -> tuple[Node, str, str | None] | None:
@@ -295,7 +368,7 @@ def adds_syntax_errors(before: str, after: str, language_id: str | None) -> bool
     old, new = syntax_errors(before, language_id), syntax_errors(after, language_id)
     if old is not None and new is not None and new > old:
         return True
-    return language_id == "python" and _compiles(before) and not _compiles(after)
+    return language_id == "python" and not _compiles(after) and _compiles(before)  # the file's only where needed
 
 
 @functools.lru_cache(maxsize=8)

@@ -33,7 +33,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, TypeVar
 
 from .change import Change, ChangeLine, change_lines, ended_text, ending_as
-from .merge import Merged, anchors, indent_shift, merge_snippet, reindented
+from .merge import Merged, anchors, indent_shift, merge_snippet, reindented, rewrite_of
 from .resolver import oracle_apply_program, split_lines
 from .scope import LANGUAGES, Definition, definitions, parse, syntax_errors
 
@@ -58,12 +58,14 @@ RENAMED_LINES = 3  # a shorter definition the file lacks by name renames one onl
 @dataclass(frozen=True)
 class _Splice:
     """File lines ``start``..``end - 1`` (0-based) replaced by ``lines`` (an insertion where equal;
-    ``whole``: a definition the change gives whole, so what it no longer holds is deleted on purpose)."""
+    ``whole``: a definition the change gives whole, so what it no longer holds is deleted on purpose;
+    ``guessed``: lines no file line anchors, over the run most like them, so nothing is)."""
 
     start: int
     end: int
     lines: tuple[str, ...]
     whole: bool = False
+    guessed: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,9 +156,9 @@ def _fragments(placing: _Placing, change: Change) -> list[_Splice]:
     """The snippet read as pieces between its unindented markers (one that does not parse, or
     whose items do not place): each merged by the line anchors of :mod:`.merge` into the file's
     definition it opens (its first line that definition's first) or else lies in (the innermost
-    holding every anchoring line of it the file holds); a piece none of whose lines the file
-    holds, and that holds no definition, rewrites the run of file lines most like it
-    (:func:`_rewritten`). Raises
+    holding every anchoring line of it the file holds), the pieces one after the other in one
+    definition merged into it together; a piece none of whose lines the file holds, and that holds
+    no definition, rewrites the run of file lines most like it (:func:`_rewritten`). Raises
     :class:`_Unplaced` where a piece has no such place."""
     file = placing.file
     pieces: list[list[ChangeLine]] = [[]]
@@ -166,6 +168,7 @@ def _fragments(placing: _Placing, change: Change) -> list[_Splice]:
         else:
             pieces[-1].append(line)
     splices = []
+    groups: list[tuple[Definition, bool, list[ChangeLine], int, int]] = []  # match, header, lines, pieces
     for at, piece in enumerate(pieces):
         written = [i for i, line in enumerate(piece) if not line.marker and line.text.strip()]
         if not written:
@@ -182,10 +185,20 @@ def _fragments(placing: _Placing, change: Change) -> list[_Splice]:
         match = opens[0] if header else _lying_in(file, lines)
         if match is None:
             raise _Unplaced  # no definition holds its lines, or two apart do
+        if groups and groups[-1][0] == match and not header:  # the same definition: one merge
+            _, opened, before, since, _ = groups[-1]
+            groups[-1] = (match, opened, [*before, ChangeLine("...", True), *part], since, at)
+        else:
+            groups.append((match, header, part, at, at))
+    for match, header, part, since, last in groups:
         if header and not any(line.marker for line in part):  # the definition's opening: the rest of it kept
-            part.append(ChangeLine("...", True))
+            part = [*part, ChangeLine("...", True)]
         if not header:  # where no marker stands, the piece shows the definition's edge
-            part = [*[ChangeLine("...", True)] * (at > 0), *part, *[ChangeLine("...", True)] * (at < len(pieces) - 1)]
+            part = [
+                *[ChangeLine("...", True)] * (since > 0),
+                *part,
+                *[ChangeLine("...", True)] * (last < len(pieces) - 1),
+            ]
         splices += placing.anchored(match, [line.text for line in part], [line.marker for line in part], header=header)
     return splices
 
@@ -214,7 +227,7 @@ def _rewritten(placing: _Placing, lines: list[str]) -> _Splice:
     close = [start for score, start in alike if score >= alike[0][0] - REWRITE_MARGIN][:CANDIDATES]
     start = close[0] if len(close) == 1 else placing.choose(close)
     shift = indent_shift(file[start], lines[0])
-    return _Splice(start, start + n, tuple(reindented(line, shift) for line in lines))
+    return _Splice(start, start + n, tuple(reindented(line, shift) for line in lines), guessed=True)
 
 
 def _lying_in(file: _Text, lines: list[str]) -> Definition | None:
@@ -238,8 +251,26 @@ def _merged(text: str, file: _Text, splices: list[_Splice], change: Change) -> M
         cursor = splice.end
     after = "".join(merged + file.lines[cursor:])
     program = oracle_apply_program(file.text, after, change_lines(change))
-    deleted = {line.strip() for s in splices if s.whole for line in file.lines[s.start : s.end]}
+    deleted = {line for s in splices for line in _replaced(file.lines[s.start : s.end], s)}
     return Merged(program, ending_as(text, after), placed_by="structure", deleted=frozenset(deleted - {""}))
+
+
+def _replaced(old: list[str], splice: _Splice) -> set[str]:
+    """The lines of ``old`` (stripped) that ``splice`` deletes on purpose: all of a definition it
+    gives whole, else each run of them it writes a rewrite of in their place (:func:`~copyedit_lsp.merge.rewrite_of`;
+    never a run it merely leaves out, or writes other lines beside, nor a run it guessed)."""
+    if splice.guessed:
+        return set()
+    if splice.whole:
+        return {line.strip() for line in old}
+    keys = [line.strip() for line in splice.lines]
+    matcher = SequenceMatcher(None, [line.strip() for line in old], keys, autojunk=False)
+    return {
+        line.strip()
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag == "replace" and rewrite_of(old[i1:i2], list(splice.lines[j1:j2]))
+        for line in old[i1:i2]
+    }
 
 
 def _span(splice: _Splice) -> tuple[int, int]:
@@ -463,13 +494,33 @@ class _Region:
         kinds = {"class"} if definition.kind == "class" else {"function", "method"}
         others = [d for d in self.placing.file.outermost(self.cursor, self.region[1], self.owner)
                   if d.kind in kinds and d.name not in shown]  # fmt: skip
-        likeness, best = max(((self.likeness(definition, d), d) for d in others), key=lambda p: p[0], default=(0, None))
+        likeness, best = self.most_alike(definition, others)
         if best is None or likeness <= NEW:
             return None
         if likeness >= RENAMED:
             return best
         small = definition.end_line - definition.start_line < RENAMED_LINES  # alike as any two small ones are
         return None if small else self.placing.choose([best, None])
+
+    def most_alike(self, definition: Definition, others: list[Definition]) -> tuple[float, Definition | None]:
+        """The one of ``others`` most alike the snippet's ``definition`` in code, names aside, and
+        how alike (:meth:`likeness`; none more than :data:`NEW`: ``(0.0, None)``): each ratio
+        bounded above first, so few are computed."""
+        mine = self.placing.snippet.lines[definition.start_line : definition.end_line]
+        matcher = SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(_unnamed(mine, definition.name))
+        bounded: list[tuple[float, int, Definition]] = []
+        for other in others:
+            matcher.set_seq1(_unnamed(self.placing.file.lines[other.start_line : other.end_line], other.name))
+            bounded.append((matcher.quick_ratio(), -len(bounded), other))
+        best: tuple[float, Definition | None] = (0.0, None)
+        for bound, _, other in sorted(bounded, key=lambda b: b[:2], reverse=True):
+            if bound <= max(best[0], NEW):
+                break
+            matcher.set_seq1(_unnamed(self.placing.file.lines[other.start_line : other.end_line], other.name))
+            if (ratio := matcher.ratio()) > best[0]:
+                best = (ratio, other)
+        return best if best[0] > NEW else (0.0, None)
 
     def likeness(self, definition: Definition, other: Definition) -> float:
         """How alike the snippet's ``definition`` and the file's ``other`` are in code, names aside."""

@@ -174,10 +174,10 @@ def test_an_apply_whose_result_parses_worse_than_the_file_is_refused():
         "        return self.data.get(key)\n", "return self.data.get(key)\n        return self.data.get(key)\n"
     )
     applied = apply_change(Scripted(off), FILE, snippet, options)
-    assert applied.worse_syntax and not applied.complete and applied.unplaced == ()
-    refusal = applied.refusal(FILE, "python")
+    refusal = applied.refusal()
+    assert not applied.complete and applied.unplaced == ()
     assert (refusal.kind, refusal.exit_status, refusal.code) == ("syntax_worse", 5, "syntax_worse")
-    assert "more syntax errors" in refusal.message and applied.refusal(FILE, "python", syntax_guard=False) is None
+    assert "more syntax errors" in refusal.message and applied.refusal(syntax_guard=False) is None
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -240,8 +240,8 @@ def test_a_change_that_cannot_be_placed_or_is_another_languages_is_refused_befor
     scripted = Scripted(AFTER.replace("import sys\n", ""))
     applied = apply_change(scripted, FILE, both, options, partial=True)
     assert [part.split(":")[0] for part in applied.unplaced] == ["block 3 ('return missing')"]
-    assert applied.refusal(FILE, "python").kind == "not_placed"
-    assert applied.complete is False and applied.refusal(FILE, "python", taken=frozenset({"not_placed"})) is None
+    assert applied.refusal().kind == "not_placed"
+    assert applied.complete is False and applied.refusal(taken=frozenset({"not_placed"})) is None
     assert scripted.changes == [read_change(BLOCKS)]  # the model read the two blocks placed, no more
     assert scripted.plans == [merge(FILE, read_change(BLOCKS)).program]
 
@@ -260,9 +260,22 @@ def test_an_apply_may_drop_no_single_line_the_change_does_not_replace():
     assert apply_loss(FILE, good.replace("import os\n", ""), blocks, "python") is None
 
 
+def test_a_line_rewritten_in_its_place_is_not_dropped():
+    """A whole file's line in the place of one it rewrites (the same opening word at the same
+    indentation) drops nothing, however unlike the rest; a line in its place that opens otherwise
+    does."""
+    rewritten = FILE.replace("return self.data[key]", "return None")
+    assert dropped_lines(FILE, rewritten, read_change(rewritten)) == []
+    other = FILE.replace("return self.data[key]", "pass")
+    assert dropped_lines(FILE, other, read_change(other)) == [
+        FILE.splitlines().index("        return self.data[key]") + 1
+    ]
+
+
 def test_the_shortcut_answers_without_the_model_only_where_anchors_or_structure_place_everything():
     """Blocks placed by their anchors and a snippet placed by the definitions it names answer
-    alone; a snippet that changes a line outside every definition goes to the model."""
+    alone, an import line it rewrites too; a snippet with a new line outside every definition,
+    like none of the file's, goes to the model."""
     blocks, snippet = read_change(BLOCKS), read_change("# ...\n    def get(self, key):\n        return 0\n# ...\n")
     scripted = Scripted(FILE)
     taken = apply_change(scripted, FILE, blocks, EditOptions(language="python"), shortcut=True)
@@ -271,6 +284,12 @@ def test_the_shortcut_answers_without_the_model_only_where_anchors_or_structure_
     placed = apply_change(scripted, FILE, snippet, EditOptions(language="python"), shortcut=True)
     assert scripted.plans == [] and placed.complete and placed.result.stats.mode == "structure"
     assert placed.result.text == FILE.replace("return self.data[key]", "return 0")
-    loose = read_change("import os, sys\n# ...\n    def get(self, key):\n        return 0\n# ...\n")
+    imports = read_change("import os, sys\n# ...\n    def get(self, key):\n        return 0\n# ...\n")
+    placed = apply_change(scripted, FILE, imports, EditOptions(language="python"), shortcut=True)
+    assert scripted.plans == [] and placed.result.stats.mode == "structure"
+    assert placed.result.text == FILE.replace("return self.data[key]", "return 0").replace(
+        "import os\n", "import os, sys\n"
+    )
+    loose = read_change("LIMIT = 10\n# ...\n    def get(self, key):\n        return 0\n# ...\n")
     apply_change(scripted, FILE, loose, EditOptions(language="python"), shortcut=True)  # structure says nothing
     assert scripted.plans == [merge(FILE, loose).program]

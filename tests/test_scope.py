@@ -3,6 +3,9 @@
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tree_sitter import Parser
 
 from copyedit_lsp import scope as scope_module
 from copyedit_lsp.resolver import split_lines
@@ -314,9 +317,9 @@ class CountingParser:
         self.parser = parser
         self.parses = 0
 
-    def parse(self, source):
+    def parse(self, source, *old_tree):
         self.parses += 1
-        return self.parser.parse(source)
+        return self.parser.parse(source, *old_tree)
 
 
 def _fastest(call, repeats=7):
@@ -338,6 +341,7 @@ def test_edit_scope_on_a_big_file_is_fast(monkeypatch):
     assert count >= 5000 and count > 15 * len(split_lines(small))
     counting = CountingParser(scope_module._parser("python"))
     monkeypatch.setattr(scope_module, "_parser", lambda language_id: counting)
+    monkeypatch.setattr(scope_module, "RECENT", 0)  # every parse from scratch (none reparses a recent one)
     text = "# counted\n" + text  # a text no earlier call has parsed (and cached)
 
     started = time.perf_counter()
@@ -374,3 +378,49 @@ def test_edit_scope_on_a_big_file_is_fast(monkeypatch):
     )
     assert parse_big < 48 * parse_small, (parse_big, parse_small)
     assert call_big < 3 * call_small, (call_big, call_small)
+
+
+SOURCES = {
+    "python": 'def mean(values):\n    """The mean."""\n    total = 0\n    for v in values:\n        total += v\n'
+    "    return total / len(values)\n\n\nclass Café:\n    def size(self):\n        return 1\n",
+    "javascript": "const fix = (text) => {\n  let t = ''\n  for (const c of text) { t += c }\n  return t\n}\n\n"
+    "class Box {\n  size() {\n    return 'é';\n  }\n}\n",
+}
+
+
+def _shape(tree) -> list[tuple]:
+    """Every node of ``tree``: its type, bytes and points, in order."""
+    shape, cursor, visited = [], tree.walk(), False
+    while True:
+        if not visited:
+            node = cursor.node
+            shape.append((node.type, node.start_byte, node.end_byte, node.start_point, node.end_point))
+        if not visited and cursor.goto_first_child():
+            continue
+        if cursor.goto_next_sibling():
+            visited = False
+            continue
+        if not cursor.goto_parent():
+            return shape
+        visited = True
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    language=st.sampled_from(sorted(SOURCES)),
+    edits=st.lists(
+        st.tuples(st.floats(0, 1), st.floats(0, 1), st.text(alphabet="ab é\n\r\t{}():=#'\"", max_size=12)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_a_text_parsed_from_a_recent_ones_tree_is_parsed_as_from_scratch(language, edits):
+    """Each text parsed after the one it edits (tree-sitter reparsing around the change) has the
+    tree a parser with no history gives it, byte for byte and point for point."""
+    text = SOURCES[language]
+    scope_module.parse(text, language)
+    for start, end, insert in edits:
+        a, b = sorted((int(start * len(text)), int(end * len(text))))
+        text = text[:a] + insert + text[b:]
+        fresh = Parser(scope_module.LANGUAGES[language]).parse(text.encode())
+        assert _shape(scope_module.parse(text, language).tree) == _shape(fresh)

@@ -56,6 +56,11 @@ CASES = {
             "    def add(self, item):\n        if item is not None:\n            self.items.append(item)\n",
         ),
     ),
+    "a definition a marker stands for between two shown is kept, not deleted": (
+        SHOP,
+        "class Order:\n    def total(self):\n        return 1\n\n\n# ...\n\n\ndef tax(amount):\n    return 0\n",
+        SHOP.replace("        return 0\n", "        return 1\n").replace("return amount * 0.2", "return 0"),
+    ),
     "a new function after a shown one, an import with it": (
         SHOP,
         "import json\n# ...\n\ndef ship(cart):\n    return math.ceil(len(cart.items) / 3)\n\n\n"
@@ -174,3 +179,91 @@ def test_where_structure_leaves_a_choice_it_gives_each_placement(case):
     text, snippet, count = CHOICES[case]
     found = placements(text, read_change(snippet), "python")
     assert len(found) == count and len({merged.text for merged in found}) == count
+
+
+RUNS = """def runs(text):
+    out, start, end = "", 0, 0
+    for i, ch in enumerate(text):
+        if ch == " ":
+            end += 1
+        else:
+            if end - start > 2:
+                out += "-" + ch
+            elif end - start > 0:
+                out += "_" + ch
+            start = end = i + 1
+    if end - start > 2:
+        out += "-"
+    elif end - start > 0:
+        out += "__"
+    return out
+"""
+FIX = """const fix = (text) => {
+  let t = ''
+  let c = 0
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] == '  ') { c++ }
+    else {
+      if (c == 1) { t += '_' }
+      t += text[i]
+      c = 0
+    }
+  }
+  if (c == 1) { t += '__' }
+  return t
+}
+
+const other = (x) => {
+  return x + 1
+}
+"""
+GAME = """const diff = (game, guess) => {
+  for (let i = 0; i < guess.length; i++) {
+    game[i] -= guess[i]
+    if (game[i] < 0)
+      game[i] = -game[i];
+      if (guess[i] != 0)
+        game[i] -= guess[i]; }
+  return game
+}
+"""
+PIECES = {
+    "a context line the file has twice, told apart by its indentation": (
+        RUNS,
+        '# ...\n        out += "-"\n    elif end - start > 0:\n        out += "_"\n    return out\n',
+        RUNS.replace('out += "__"', 'out += "_"'),
+    ),
+    "two pieces of one definition, merged into it together": (
+        FIX,
+        "// ...\n  for (let i = 0; i < text.length; i++) {\n    if (text[i] == ' ') { c++ }\n// ...\n  }\n"
+        "  if (c == 1) { t += '_' }\n  return t\n// ...\n",
+        FIX.replace("'  '", "' '").replace("'__'", "'_'"),
+    ),
+    "lines the snippet writes a rewrite of in their place, the rest of the run deleted": (
+        GAME,
+        "// ...\n    if (game[i] < 0)\n      game[i] = -game[i]; }\n  return game\n// ...\n",
+        GAME.replace(
+            "      game[i] = -game[i];\n      if (guess[i] != 0)\n        game[i] -= guess[i]; }\n",
+            "      game[i] = -game[i]; }\n",
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PIECES)
+def test_pieces_of_a_body_are_placed_by_their_lines(case):
+    """Diff-like pieces (changed lines with context, markers between, no definition's first
+    line) applied alone, without a model, checks and all."""
+    text, snippet, expected = PIECES[case]
+    language = "python" if text is RUNS else "javascript"
+    applied = apply_change(None, text, read_change(snippet), EditOptions(language=language), shortcut=True)
+    assert applied.complete and applied.result.stats.mode == "structure"
+    assert applied.result.text == expected, applied.result.text
+
+
+def test_lines_merely_left_out_between_two_shown_are_not_deleted():
+    """A snippet that writes new lines beside a run it leaves out (the docstring under a header)
+    does not delete the run: nothing is applied without the model."""
+    snippet = "def mean(values):\n    if not values:\n        return 0.0\n    total = 0\n    # ...\n"
+    with pytest.raises(ChangeError, match="only the model"):
+        apply_change(None, STATS, read_change(snippet), EditOptions(language="python"), shortcut=True)
