@@ -12,8 +12,8 @@ from pathlib import Path
 
 from . import __version__
 
-# One view of each shared set (the -docs views repeat their answers and tests).
-SHARED_SETS = ["humanevalfix-python", "humanevalfix-js", "quixbugs"]
+# One view of each edit set (the -docs views repeat their answers and tests).
+EDIT_SETS = ["humanevalfix-python", "humanevalfix-js", "quixbugs"]
 
 
 def _pct(value: float) -> str:
@@ -978,13 +978,13 @@ def _add_bench_commands(bench) -> None:
         "run (a module the tests import is not installed: the [bench] extra, make bench-npm). "
         "Exit status 1 if a gold answer fails.",
     )
-    _add_source_arguments(gold, default=SHARED_SETS)
+    _add_source_arguments(gold, default=EDIT_SETS)
     gold.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
     gold.add_argument("--json", action="store_true", help="print JSON instead of the report")
     gold.set_defaults(func=cmd_bench_check_gold)
 
     formats = bench.add_parser("formats", help="tokens and round trip: program, search/replace, unified diff, rewrite")
-    _add_source_arguments(formats, default=SHARED_SETS)
+    _add_source_arguments(formats, default=EDIT_SETS)
     formats.add_argument("--model", default=DEFAULT_MODEL, help="the model whose tokenizer counts tokens")
     formats.add_argument("--out", default="bench-results", help="folder for formats.json")
     formats.add_argument("--json", action="store_true")

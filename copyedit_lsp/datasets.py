@@ -1,4 +1,4 @@
-"""Edit datasets: JSONL files of before/after pairs, with presets for the shared data."""
+"""Edit datasets: JSONL files of before/after pairs, with presets for the edit sets of `data/`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class EditItem:
 
 @dataclass(frozen=True)
 class Preset:
-    """How to read one JSONL file of the shared data into :class:`EditItem` s."""
+    """How to read one JSONL file of the edit sets into :class:`EditItem` s."""
 
     path: str  # relative to the data directory
     language: str
@@ -76,14 +76,11 @@ def _among(others: list[str], at: int, code: str) -> str:
 
 
 def data_dir() -> Path:
-    """The shared data: ``$COPYEDIT_DATA_DIR``, else ``../shared/data`` beside the project or the working directory."""
+    """The edit sets: ``$COPYEDIT_DATA_DIR``, else the repository's ``data/`` (evaluation only:
+    ``data/README.md``)."""
     if env := os.environ.get("COPYEDIT_DATA_DIR"):
         return Path(env)
-    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
-        candidate = root.parent / "shared" / "data"
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("no shared data: set COPYEDIT_DATA_DIR to the folder with humanevalfix/ and quixbugs/")
+    return Path(__file__).resolve().parents[1] / "data"
 
 
 # The EditItem fields a JSONL file's names can be given for.

@@ -1,4 +1,4 @@
-"""Reading edits: presets of the shared data, JSONL layouts by --format, field overrides, clear errors."""
+"""Reading edits: presets of the edit sets, JSONL layouts by --format, field overrides, clear errors."""
 
 import json
 from dataclasses import replace

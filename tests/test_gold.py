@@ -1,4 +1,4 @@
-"""``copyedit bench check-gold``: the shared sets' gold answers all pass; a set's failures and tests that
+"""``copyedit bench check-gold``: the edit sets' gold answers all pass; a set's failures and tests that
 could not run are counted apart and named."""
 
 import json
@@ -8,12 +8,12 @@ import pytest
 
 from copyedit_lsp.bench.checks import Outcome
 from copyedit_lsp.bench.gold import check_gold
-from copyedit_lsp.cli import SHARED_SETS, main
+from copyedit_lsp.cli import EDIT_SETS, main
 from copyedit_lsp.datasets import data_dir, load_items
 from copyedit_lsp.loss import lost_code
 
 
-@pytest.mark.parametrize("preset", SHARED_SETS)
+@pytest.mark.parametrize("preset", EDIT_SETS)
 def test_every_gold_answer_of_the_shared_sets_passes(preset):
     """JavaScript/162 needs the npm package js-md5 (make bench-npm)."""
     items = load_items(preset)
@@ -61,7 +61,7 @@ def test_tests_that_could_not_run_are_named_but_do_not_fail_the_check(tmp_path, 
     ]
 
 
-GUARDED_SETS = [*SHARED_SETS, "humanevalfix-python-files", "humanevalfix-js-files"]
+GUARDED_SETS = [*EDIT_SETS, "humanevalfix-python-files", "humanevalfix-js-files"]
 
 
 @pytest.mark.parametrize("source", [*GUARDED_SETS, "canitedit", "canitedit-lazy"])

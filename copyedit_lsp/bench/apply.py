@@ -1,4 +1,4 @@
-"""``copyedit bench apply``: changes built from the shared data's gold edits (:mod:`.changes`) in
+"""``copyedit bench apply``: changes built from the edit sets' gold edits (:mod:`.changes`) in
 every form, merged into the file, scored against the gold, item by item, the modes interleaved.
 
 Modes (:data:`MODES`): ``merge``, the deterministic merge (:mod:`~copyedit_lsp.merge`), the

@@ -761,7 +761,7 @@ WINDOW_CHARS = 30  # windows shorter than this (``}`` ``});`` ``return x``) are 
 
 def forbidden_windows() -> frozenset[str]:
     """Every window of :data:`WINDOW_LINES` consecutive non-blank lines (whitespace normalized) of the
-    before- and after-texts of every evaluation set in the shared data (CanItEdit's both styles too)."""
+    before- and after-texts of every evaluation set of `data/` (CanItEdit's both styles too)."""
     from ..datasets import PRESETS, data_dir, load_items
 
     texts: set[str] = set()
