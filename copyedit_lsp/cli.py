@@ -497,7 +497,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """``copyedit demo``: one real edit through the real language server (nothing is written)."""
     from .demo import main as demo
 
-    return demo(args.file, args.instruction, args.line, _server_options(args))
+    return demo(args.file, args.instruction, args.line, _server_options(args), verbose=args.verbose)
 
 
 def cmd_bench_kernel(args: argparse.Namespace) -> int:
@@ -778,6 +778,7 @@ def _add_edit_commands(commands) -> None:
     demo.add_argument("file")
     demo.add_argument("--instruction", "-i", required=True)
     demo.add_argument("--line", type=int, default=1, help="the cursor line (1-based): its function is edited")
+    demo.add_argument("--verbose", action="store_true", help="print the server's log messages on stderr")
     _add_model_arguments(demo)
     _add_remote_arguments(demo)
     demo.set_defaults(func=cmd_demo)
@@ -1043,7 +1044,9 @@ def _add_bench_edits(bench) -> None:
     layout = "the prompt's layout: code-first|instruction-first, plain|first, fence|nofence (default: the mode's)"
     edits.add_argument("--layout", type=_layout, help=layout)
     edits.add_argument("--timeout", type=float, default=10.0, help="seconds an item's tests may run")
-    edits.add_argument("--kernel", default="docs/kernel.json", help="kernel curve s(N) for the bound table")
+    edits.add_argument(
+        "--kernel", default="docs/benchmarks/archive/kernel/kernel.json", help="kernel curve s(N) for the bound table"
+    )
     edits.add_argument("--out", default="bench-results", help="folder for the JSON, Markdown and PNG outputs")
     edits.add_argument("--name", default="edits", help="file name stem of the outputs")
     edits.add_argument(

@@ -16,9 +16,11 @@ from .scope import language_for
 class ServerSession:
     """``copyedit-lsp`` in a subprocess, initialized, recording applyEdits and progress."""
 
-    def __init__(self, options: dict, *, show_progress: bool = False):
+    def __init__(self, options: dict, *, show_progress: bool = False, verbose: bool = False):
         self.options = options
         self.show_progress = show_progress
+        self.verbose = verbose  # the server's log messages on stderr (else kept in ``logged``)
+        self.logged: list[str] = []
         self.client = LanguageClient("copyedit-client", "0")
         self.applied: list[tuple[float, types.ApplyWorkspaceEditParams]] = []  # (perf_counter, params)
         self._register()
@@ -50,6 +52,12 @@ class ServerSession:
         @client.feature(types.WINDOW_SHOW_MESSAGE)
         def show_message(params: types.ShowMessageParams) -> None:
             print(f"\n{params.message}", file=sys.stderr)
+
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def log_message(params: types.LogMessageParams) -> None:
+            self.logged.append(params.message)
+            if self.verbose:
+                print(f"[server] {params.message}", file=sys.stderr)
 
     @property
     def pid(self) -> int:

@@ -369,8 +369,10 @@ def _summary(stats: EditStats) -> dict:
 
 
 def _answer(result: EditResult) -> dict:
-    """What a finished edit reports besides whether it was applied: its stats, and the code it loses."""
-    return {"stats": _summary(result.stats)} | ({"loss": result.loss.to_dict()} if result.loss else {})
+    """What a finished edit reports besides whether it was applied: its stats, its program (where
+    it has one), and the code it loses."""
+    program = {"program": result.program.to_text()} if result.program is not None else {}
+    return {"stats": _summary(result.stats)} | program | ({"loss": result.loss.to_dict()} if result.loss else {})
 
 
 def _command_arguments(command: str, arguments: tuple, kind: type):

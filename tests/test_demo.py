@@ -1,12 +1,11 @@
 """End-to-end: `make demo`'s own command (read from the Makefile's demo target), run through the real
 ``copyedit`` CLI with the real default model: the server's edit is applied to a copy in memory, what
-it prints is that edit (its edits, its diff, its stats), the function is fixed, and the file on disk
-is never written."""
+it prints is that edit (its program, its diff, its stats) and nothing else, the function is fixed,
+and the file on disk is never written."""
 
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 import shlex
 import subprocess
@@ -15,16 +14,15 @@ from pathlib import Path
 
 import pytest
 from fixes import fix_problems
-from lsprotocol import types
 
-from copyedit_lsp.textedits import apply_lsp_edits
+from copyedit_lsp.change import read_change
+from copyedit_lsp.merge import merge
 
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parent.parent
 COPYEDIT = Path(sys.executable).parent / "copyedit"  # the console script of this environment
 PROCESS_TIMEOUT = 1500  # a bound on a hang, not a speed check: the machine may be busy with other models
-EDIT = re.compile(r"edit (\d+):(\d+)-(\d+):(\d+) <- (.*)")
 
 
 def demo_arguments() -> list[str]:
@@ -37,23 +35,6 @@ def demo_arguments() -> list[str]:
     arguments = shlex.split(lines[0].split("/copyedit ", 1)[1])
     assert arguments[0] == "demo"
     return arguments
-
-
-def printed_edits(stdout: str) -> list[types.TextEdit]:
-    """The ``edit L:C-L:C <- 'text'`` lines the demo prints (1-based lines), as LSP edits."""
-    edits = []
-    for match in EDIT.finditer(stdout):
-        start_line, start_character, end_line, end_character = map(int, match.groups()[:4])
-        edits.append(
-            types.TextEdit(
-                range=types.Range(
-                    start=types.Position(line=start_line - 1, character=start_character),
-                    end=types.Position(line=end_line - 1, character=end_character),
-                ),
-                new_text=ast.literal_eval(match[5]),
-            )
-        )
-    return edits
 
 
 def test_make_demo_fixes_mean_in_memory_and_leaves_the_file_alone(default_model_path):
@@ -79,19 +60,21 @@ def test_make_demo_fixes_mean_in_memory_and_leaves_the_file_alone(default_model_
     # the server's progress came through: the function at the cursor line was edited
     assert "editing function mean (lines 1-6)" in process.stderr, process.stderr[-4000:]
 
-    # the edits it printed, applied to the text: mean fixed, its docstring and variance kept
-    edits = printed_edits(stdout)
-    assert edits, stdout
-    edited = apply_lsp_edits(text, edits)
-    assert fix_problems(text, edited, "mean", ([1, 2, 6],), 3.0) == [], edited
+    # what it printed, and nothing else: the program, the diff, the stats (no log message of the server's)
+    program, diff, last = re.fullmatch(
+        r"(<program>\n.*?\n</program>)\n(--- a/stats.py\n.*?)(applied: .*)\n", stdout, re.S
+    ).groups()
+    assert "<copy" in program and "<gen>" in program, program
+    assert "Ignoring" not in process.stderr and "logMessage" not in process.stderr, process.stderr[-4000:]
 
-    # the diff it printed is the diff of that in-memory copy, and the copy is the server's result
-    diff = "".join(difflib.unified_diff(text.splitlines(True), edited.splitlines(True), "a/stats.py", "b/stats.py"))
-    assert diff and diff in stdout, stdout
+    # the diff it printed (of the copy the server's edits were applied to), merged into the text:
+    # mean fixed, its docstring and variance kept
+    edited = merge(text, read_change(diff)).text
+    assert fix_problems(text, edited, "mean", ([1, 2, 6],), 3.0) == [], edited
     assert "differ from the server's result" not in stdout and "(no change)" not in stdout
 
     # the last line: applied, with the stats of a program that copied lines through the splice
-    applied = re.search(r"^applied: (True|False); stats: (\{.*\})$", stdout, re.M)
+    applied = re.fullmatch(r"applied: (True|False); stats: (\{.*\})", last)
     assert applied and applied[1] == "True", stdout
     stats = ast.literal_eval(applied[2])
     assert stats["fallback"] is None and stats["ops"] >= 2, stats
