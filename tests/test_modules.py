@@ -10,7 +10,8 @@ from copyedit_lsp.cli import _kind_counts
 from copyedit_lsp.loss import lost_code
 from copyedit_lsp.resolver import split_lines
 from copyedit_lsp.scope import definitions, syntax_errors
-from copyedit_lsp.train.data import Recipe, build
+from copyedit_lsp.train.data import Recipe
+from copyedit_lsp.train.examples import build
 from copyedit_lsp.train.modules import MODULE_KINDS, WINDOW_LINES, module_example, window
 
 # A module of the shape the kinds need: imports, a constant used in several places, functions

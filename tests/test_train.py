@@ -32,7 +32,6 @@ from copyedit_lsp.train.data import (
     INTENT_PHRASES,
     Example,
     Recipe,
-    build,
     check_no_leak,
     forbidden_windows,
     intent,
@@ -41,6 +40,7 @@ from copyedit_lsp.train.data import (
     windows,
     with_context,
 )
+from copyedit_lsp.train.examples import build
 from copyedit_lsp.train.sequence import answer_sequence, widened
 
 # Hand-written edits that take every shape of program: a gen first and last, copies only,

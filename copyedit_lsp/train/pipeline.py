@@ -29,7 +29,6 @@ from .changes import draw_form, training_change
 from .data import (
     Example,
     Recipe,
-    build,
     check_no_leak,
     collect_regions,
     forbidden_windows,
@@ -37,6 +36,7 @@ from .data import (
     node_modules_default,
     sources,
 )
+from .examples import build
 from .lora import TrainOptions
 from .sequence import TrainingSequence, answer_sequence, widened
 
