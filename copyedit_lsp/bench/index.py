@@ -1,5 +1,6 @@
-"""The index of ``docs/``: every file a page does not link is listed under its run, with the
-manifest it was measured with (``NAME.manifest.json``) and the pages that cite it.
+"""The index of ``docs/``: every run's file a page does not link is listed under its run, with the
+manifest it was measured with (``NAME.manifest.json``) and the pages that cite it; a file that is
+no run's (a log) is listed only where no page links it.
 
 ``docs/README.md`` is a hand-written list of pages above :data:`MARKER`; ``copyedit bench index``
 writes everything below it.
@@ -39,6 +40,8 @@ def index_text(docs: Path) -> str:
     lines = [MARKER, "", "## Benchmark runs and other files", ""]
     lines += ["| run | files | measured | cited by |", "|---|---|---|---|"]
     for stem, names in sorted(runs.items()):
+        if names == [(stem, stem)] and any(_links(text, page, stem) for page, text in citing):
+            continue  # not a run's file (a log, say): the page that links it says what it is
         files = ", ".join(f"[{kind}]({name})" for kind, name in names)
         cited = ", ".join(f"[{Path(page).stem}]({page})" for page, text in citing if _cites(text, stem))
         lines.append(f"| {stem} | {files} | {_measured(docs, stem)} | {cited or '-'} |")
@@ -56,6 +59,12 @@ def _pages(docs: Path, linked: set[str]) -> list[tuple[str, str]]:
     """The pages the index head links (Markdown) and the repository's README, with their text."""
     names = sorted(linked | {"../README.md"})
     return [(name, (docs / name).read_text(encoding="utf-8")) for name in names if (docs / name).is_file()]
+
+
+def _links(text: str, page: str, name: str) -> bool:
+    """Whether the page ``page`` (its ``text``) links the file ``name`` of ``docs/``."""
+    folder = Path(page).parent
+    return any((folder / target.split("#")[0]).as_posix() == name for target in re.findall(r"\]\(([^)\s]+)\)", text))
 
 
 def _cites(text: str, stem: str) -> bool:
