@@ -190,8 +190,8 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_remote_arguments(parser: argparse.ArgumentParser, *, backend: bool = True) -> None:
+    from .completions import API_KEY_VARIABLE
     from .config import CHOICES
-    from .remote import API_KEY_VARIABLE
 
     if backend:
         parser.add_argument(

@@ -18,8 +18,8 @@ T = TypeVar("T")
 
 
 def endpoint(settings: Settings):
-    """The remote server the settings name (:class:`copyedit_lsp.remote.Endpoint`)."""
-    from .remote import Endpoint
+    """The remote server the settings name (:class:`copyedit_lsp.completions.Endpoint`)."""
+    from .completions import Endpoint
 
     return Endpoint(
         settings.remote_url,

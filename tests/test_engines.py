@@ -15,6 +15,7 @@ from engines import CONTEXT, ENGINES, free_port, start_engine
 
 from copyedit_lsp.bench.changes import build_change
 from copyedit_lsp.change import change_lines, read_change
+from copyedit_lsp.completions import Answer, Completions, Endpoint, RemoteError
 from copyedit_lsp.datasets import load_items
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
@@ -23,7 +24,7 @@ from copyedit_lsp.llama_model import LlamaModel, Vocabulary
 from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program
 from copyedit_lsp.prompt import SourceView
 from copyedit_lsp.region import choice_names
-from copyedit_lsp.remote import Answer, Completions, Endpoint, RemoteDecoder, RemoteError
+from copyedit_lsp.remote import RemoteDecoder
 from copyedit_lsp.remote import _read_op as read_op
 from copyedit_lsp.resolver import oracle_apply_program, oracle_program
 

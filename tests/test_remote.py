@@ -21,15 +21,16 @@ from test_openai_api import apply_message, serving
 from test_server import as_dict, ended, open_document, run_edit, start
 from texts import STATS, VARIANCE_SNIPPET
 
-from copyedit_lsp import remote
+from copyedit_lsp import completions as completions_api
 from copyedit_lsp.change import read_change
+from copyedit_lsp.completions import Endpoint, RemoteError
 from copyedit_lsp.config import Settings, updated
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import CUTS, EditOptions
 from copyedit_lsp.grammar import gen_rest_grammar
 from copyedit_lsp.llama_model import LlamaModel
 from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program
-from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
+from copyedit_lsp.remote import RemoteDecoder
 from copyedit_lsp.textedits import apply_lsp_edits
 from copyedit_lsp.worker import Worker, endpoint
 
@@ -250,7 +251,7 @@ def sse(*texts: str) -> bytes:
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr(remote, "BACKOFF", 0.01)
+    monkeypatch.setattr(completions_api, "BACKOFF", 0.01)
 
 
 @pytest.mark.parametrize(
@@ -266,7 +267,7 @@ def fast_retries(monkeypatch):
     ],
 )
 def test_server_failures_are_clear_errors(answers, error, monkeypatch, fast_retries):
-    monkeypatch.setenv(remote.API_KEY_VARIABLE, "secret-key-123")
+    monkeypatch.setenv(completions_api.API_KEY_VARIABLE, "secret-key-123")
     fake = FakeServer({("GET", "/v1/models"): [MODELS], **answers})
     try:
         decoder = RemoteDecoder.connect(Endpoint(fake.url, timeout=0.5))

@@ -7,11 +7,12 @@ import pytest
 from copyedit_lsp.bench.changes import score
 from copyedit_lsp.bench.snippets import LANGUAGES, STYLES, build_cases, snippets_benchmark
 from copyedit_lsp.change import ChangeError, read_change
+from copyedit_lsp.completions import Endpoint, RemoteError
 from copyedit_lsp.decoder import Decoder
 from copyedit_lsp.edit import EditOptions
 from copyedit_lsp.fast_apply import apply_change
 from copyedit_lsp.llama_model import LlamaModel
-from copyedit_lsp.remote import Endpoint, RemoteDecoder, RemoteError
+from copyedit_lsp.remote import RemoteDecoder
 from copyedit_lsp.scope import syntax_errors
 from copyedit_lsp.structure import placements
 
