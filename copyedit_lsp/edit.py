@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 from .asked import mismatch
 from .change import Change, ended_text, ending_as
 from .loss import Loss, lost_code
-from .program import Gen, Op, Program
+from .program import Op, Program
 from .prompt import EXAMPLE_SETS, Layout, SourceView, default_layout
 from .scope import adds_syntax_errors
 
@@ -469,32 +469,6 @@ def with_newline(text: str, newline: str) -> str:
     return text.replace("\n", newline) if newline != "\n" else text
 
 
-def decoded_program(ops: list[Op], source: str) -> Program:
-    """The program of decoded ``ops``: gens in the source's line breaks, every gen but the last
-    ending with one."""
-    newline = newline_of(source)
-    fixed: list[Op] = []
-    for i, op in enumerate(ops):
-        if isinstance(op, Gen):
-            text = with_newline(op.text, newline)
-            if i < len(ops) - 1 and not text.endswith(("\n", "\r")):
-                text += newline
-            op = Gen(text)
-        fixed.append(op)
-    return Program(tuple(fixed))
-
-
-def repeating(ops: Sequence[Op], times: int = 3, longest: int = 4) -> bool:
-    """Whether ``ops`` end with one run of at most ``longest`` ops written ``times`` times over: a
-    model caught in a loop (``i += 1``, ``end = i``, again and again) that would write on until its
-    budget is spent.  Ordered copies never repeat, so such a run is gens."""
-    for period in range(1, min(longest, len(ops) // times) + 1):
-        tail = ops[-times * period :]
-        if all(op == tail[index % period] for index, op in enumerate(tail)):
-            return True
-    return False
-
-
 def repeats_input(view: SourceView, body: str, line: int) -> bool:
     """Whether a gen body of whole lines ``body`` (as the model writes it), written where input line
     ``line`` comes next, only repeats the input lines from there and stops short of the last one.
@@ -505,41 +479,12 @@ def repeats_input(view: SourceView, body: str, line: int) -> bool:
     selector that opens a gen a line or two before the line it means to change goes on to change it."""
     lines = body.splitlines(keepends=True)
     end = line - 1 + len(lines)
-    return end < len(view.lines) and all(map(_same_line, lines, view.lines[line - 1 : end]))
+    return end < len(view.lines) and all(map(same_line, lines, view.lines[line - 1 : end]))
 
 
-def _same_line(line: str, other: str) -> bool:
+def same_line(line: str, other: str) -> bool:
     """Equal lines; any two lines of whitespace count as the same blank line."""
     return line == other or not (line.strip() or other.strip())
-
-
-def replaced_through(view: SourceView, text: str, doubted: int | None, first: int) -> int:
-    """The last input line a gen of ``text``, written where a copy could start at ``first``, stands
-    in for, as far as can be told (0: none), in both decoders; ordered copies resume after it, so a
-    copy never repeats what a gen wrote:
-
-    * a gen that opens by repeating the input from ``first`` on (a rewrite of those lines, the
-      shape :func:`repeats_input` leads to) stands in for each input line in step with it that it
-      repeats or that its line resembles (rewritten in place);
-    * the one input line its last line reproduces, when the gen has lines enough for every
-      non-blank input line from ``first`` to it (a move or a swap writes a later line out early:
-      nothing is skipped then);
-    * the ``doubted`` line it was opened at, when its first line resembles that line (rewritten,
-      not inserted before it)."""
-    lines = SourceView.of(text).lines
-    through = 0
-    if first <= len(view.lines) and _same_line(lines[0], view.lines[first - 1]):
-        for number, (line, expected) in enumerate(zip(lines, view.lines[first - 1 :], strict=False), first):
-            if not _same_line(line, expected) and not resembles(line, expected):
-                break
-            through = number
-    reproduced = view.distinct_line(lines[-1])
-    if reproduced is not None and reproduced >= first:
-        between = sum(1 for line in view.lines[first - 1 : reproduced] if line.strip())
-        through = max(through, reproduced if between <= len(lines) else 0)
-    if doubted is not None and resembles(lines[0], view.lines[doubted - 1]):
-        through = max(through, doubted)
-    return through
 
 
 def resembles(line: str, other: str) -> bool:

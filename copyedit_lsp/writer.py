@@ -9,10 +9,11 @@ copies the change's lines, forward through them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .change import Change, change_lines
-from .edit import EditOptions, decoded_program, repeating, replaced_through
+from .edit import EditOptions, newline_of, resembles, same_line, with_newline
 from .grammar import copyable_from
 from .program import ChangeCopy, Copy, Gen, Op, Program
 from .prompt import SourceView
@@ -115,3 +116,58 @@ class ProgramWriter:
     def text(self) -> str:
         """The edited text the program resolves to."""
         return resolve(self.program(), self.source, self.change)
+
+
+def decoded_program(ops: list[Op], source: str) -> Program:
+    """The program of decoded ``ops``: gens in the source's line breaks, every gen but the last
+    ending with one."""
+    newline = newline_of(source)
+    fixed: list[Op] = []
+    for i, op in enumerate(ops):
+        if isinstance(op, Gen):
+            text = with_newline(op.text, newline)
+            if i < len(ops) - 1 and not text.endswith(("\n", "\r")):
+                text += newline
+            op = Gen(text)
+        fixed.append(op)
+    return Program(tuple(fixed))
+
+
+def repeating(ops: Sequence[Op], times: int = 3, longest: int = 4) -> bool:
+    """Whether ``ops`` end with one run of at most ``longest`` ops written ``times`` times over: a
+    model caught in a loop (``i += 1``, ``end = i``, again and again) that would write on until its
+    budget is spent.  Ordered copies never repeat, so such a run is gens."""
+    for period in range(1, min(longest, len(ops) // times) + 1):
+        tail = ops[-times * period :]
+        if all(op == tail[index % period] for index, op in enumerate(tail)):
+            return True
+    return False
+
+
+def replaced_through(view: SourceView, text: str, doubted: int | None, first: int) -> int:
+    """The last input line a gen of ``text``, written where a copy could start at ``first``, stands
+    in for, as far as can be told (0: none), in both decoders; ordered copies resume after it, so a
+    copy never repeats what a gen wrote:
+
+    * a gen that opens by repeating the input from ``first`` on (a rewrite of those lines, the
+      shape :func:`repeats_input` leads to) stands in for each input line in step with it that it
+      repeats or that its line resembles (rewritten in place);
+    * the one input line its last line reproduces, when the gen has lines enough for every
+      non-blank input line from ``first`` to it (a move or a swap writes a later line out early:
+      nothing is skipped then);
+    * the ``doubted`` line it was opened at, when its first line resembles that line (rewritten,
+      not inserted before it)."""
+    lines = SourceView.of(text).lines
+    through = 0
+    if first <= len(view.lines) and same_line(lines[0], view.lines[first - 1]):
+        for number, (line, expected) in enumerate(zip(lines, view.lines[first - 1 :], strict=False), first):
+            if not same_line(line, expected) and not resembles(line, expected):
+                break
+            through = number
+    reproduced = view.distinct_line(lines[-1])
+    if reproduced is not None and reproduced >= first:
+        between = sum(1 for line in view.lines[first - 1 : reproduced] if line.strip())
+        through = max(through, reproduced if between <= len(lines) else 0)
+    if doubted is not None and resembles(lines[0], view.lines[doubted - 1]):
+        through = max(through, doubted)
+    return through

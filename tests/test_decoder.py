@@ -24,7 +24,6 @@ from copyedit_lsp.edit import (
     DecodeError,
     EditOptions,
     Speedups,
-    decoded_program,
     newline_of,
     repeats_input,
 )
@@ -36,6 +35,7 @@ from copyedit_lsp.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, pars
 from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
 from copyedit_lsp.refusal import check
 from copyedit_lsp.resolver import oracle_program, resolve
+from copyedit_lsp.writer import decoded_program
 
 pytestmark = pytest.mark.model
 
