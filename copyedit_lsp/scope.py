@@ -110,6 +110,8 @@ def parse(text: str, language_id: str) -> Parsed:
         recent = _RECENT.setdefault(language_id, [])
         base = _edited(recent, source)
         tree = _parser(language_id).parse(source, *([base] if base is not None else []))
+        if base is not None and tree.root_node.has_error:  # error recovery may differ from a fresh parse's
+            tree = _parser(language_id).parse(source)
         recent[:] = [(source, tree), *recent][:RECENT]
     lines = split_lines(text)
     starts = [0]

@@ -405,7 +405,7 @@ def _shape(tree) -> list[tuple]:
         visited = True
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     language=st.sampled_from(sorted(SOURCES)),
     edits=st.lists(
@@ -416,7 +416,8 @@ def _shape(tree) -> list[tuple]:
 )
 def test_a_text_parsed_from_a_recent_ones_tree_is_parsed_as_from_scratch(language, edits):
     """Each text parsed after the one it edits (tree-sitter reparsing around the change) has the
-    tree a parser with no history gives it, byte for byte and point for point."""
+    tree a parser with no history gives it, byte for byte and point for point (a text with a
+    syntax error is parsed afresh: tree-sitter's error recovery may differ between the two)."""
     text = SOURCES[language]
     scope_module.parse(text, language)
     for start, end, insert in edits:
