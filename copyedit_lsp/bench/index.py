@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 MARKER = "<!-- Everything below is written by `copyedit bench index`: do not edit by hand. -->"
-NOT_INDEXED = (".rows.jsonl",)  # rows as they are measured: never committed
+NOT_INDEXED = (".rows.jsonl",)  # rows as they are measured: committed only for a run under way, to resume it
 KINDS = (".manifest.json", ".json.gz", ".json", ".md", ".png")  # a run's files: NAME and one of these
 
 
