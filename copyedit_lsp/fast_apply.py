@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from .change import Change, ChangeError
 from .edit import DecodeError, EditOptions, Editor, EditResult, EditStats, ProgressCallback, StopFlag, resembles
 from .loss import Loss, lost_code
-from .merge import Merged, merge, rewrite_of
+from .merge import Merged, merge, rewritten_in_place
 from .prompt import alike
 from .refusal import Refusal, check
-from .resolver import Alignment, split_lines
+from .resolver import split_lines
 from .scope import LANGUAGES, syntax_errors
 from .structure import placements
 
@@ -219,7 +219,7 @@ def dropped_lines(before: str, after: str, change: Change, replaced: frozenset[s
     """The lines of ``before`` (1-based, not blank) that ``after`` holds fewer times (whitespace
     aside) and that ``change`` neither deletes (:meth:`~copyedit_lsp.change.Change.deleted`, or
     ``replaced``) nor rewrites: none of its new lines (not the file's) reads like it, nor stands
-    in a run the result rewrites in its place (:func:`~copyedit_lsp.merge.rewrite_of`)."""
+    in a run the result rewrites in its place (:func:`~copyedit_lsp.merge.rewritten_in_place`)."""
     old, result = split_lines(before), split_lines(after)
     held = Counter(line.strip() for line in result if line.strip())
     known = {line.strip() for line in old}
@@ -235,14 +235,8 @@ def dropped_lines(before: str, after: str, change: Change, replaced: frozenset[s
         elif key not in deleted and not any(resembles(key, written) for written in new):
             dropped.append(number)
     if dropped:
-        alignment = Alignment([line.strip() for line in old], [line.strip() for line in result])
-        in_place = {
-            i + 1
-            for tag, i1, i2, j1, j2 in alignment.get_opcodes()
-            if tag == "replace" and rewrite_of(old[i1:i2], result[j1:j2])
-            for i in range(i1, i2)
-        }
-        dropped = [number for number in dropped if number not in in_place]
+        in_place = rewritten_in_place(old, result)
+        dropped = [number for number in dropped if number - 1 not in in_place]
     return dropped
 
 

@@ -19,8 +19,7 @@ class ServerSession:
     def __init__(self, options: dict, *, show_progress: bool = False, verbose: bool = False):
         self.options = options
         self.show_progress = show_progress
-        self.verbose = verbose  # the server's log messages on stderr (else kept in ``logged``)
-        self.logged: list[str] = []
+        self.verbose = verbose  # the server's log messages on stderr (else dropped)
         self.client = LanguageClient("copyedit-client", "0")
         self.applied: list[tuple[float, types.ApplyWorkspaceEditParams]] = []  # (perf_counter, params)
         self._register()
@@ -55,7 +54,6 @@ class ServerSession:
 
         @client.feature(types.WINDOW_LOG_MESSAGE)
         def log_message(params: types.LogMessageParams) -> None:
-            self.logged.append(params.message)
             if self.verbose:
                 print(f"[server] {params.message}", file=sys.stderr)
 

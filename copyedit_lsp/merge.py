@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .change import Change, Piece, change_lines, ended_text, ending_as
 from .program import Program
-from .resolver import oracle_apply_program, split_lines
+from .resolver import Alignment, oracle_apply_program, split_lines
 
 _HUNK_START = re.compile(r"^@@ -(\d+)")
 _WORD = re.compile(r"\w+")
@@ -223,3 +223,15 @@ def rewrite_of(old: Sequence[str], new: Sequence[str]) -> bool:
         return True
     openings = [(len(line) - len(line.lstrip()), line.split()[:1]) for line in (*old, *new)]
     return len(old) == len(new) and openings[: len(old)] == openings[len(old) :]
+
+
+def rewritten_in_place(old: Sequence[str], new: Sequence[str]) -> set[int]:
+    """The indices of the lines of ``old`` in a run that ``new``, aligned with it (whitespace
+    aside), writes a rewrite of in its place (:func:`rewrite_of`)."""
+    alignment = Alignment([line.strip() for line in old], [line.strip() for line in new])
+    return {
+        i
+        for tag, i1, i2, j1, j2 in alignment.get_opcodes()
+        if tag == "replace" and rewrite_of(old[i1:i2], new[j1:j2])
+        for i in range(i1, i2)
+    }

@@ -33,7 +33,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, TypeVar
 
 from .change import Change, ChangeLine, change_lines, ended_text, ending_as
-from .merge import Merged, anchors, indent_shift, merge_snippet, reindented, rewrite_of
+from .merge import Merged, anchors, indent_shift, merge_snippet, reindented, rewritten_in_place
 from .resolver import oracle_apply_program, split_lines
 from .scope import LANGUAGES, Definition, definitions, parse, syntax_errors
 
@@ -257,20 +257,13 @@ def _merged(text: str, file: _Text, splices: list[_Splice], change: Change) -> M
 
 def _replaced(old: list[str], splice: _Splice) -> set[str]:
     """The lines of ``old`` (stripped) that ``splice`` deletes on purpose: all of a definition it
-    gives whole, else each run of them it writes a rewrite of in their place (:func:`~copyedit_lsp.merge.rewrite_of`;
+    gives whole, else each run of them it writes a rewrite of in their place (:func:`~copyedit_lsp.merge.rewritten_in_place`;
     never a run it merely leaves out, or writes other lines beside, nor a run it guessed)."""
     if splice.guessed:
         return set()
     if splice.whole:
         return {line.strip() for line in old}
-    keys = [line.strip() for line in splice.lines]
-    matcher = SequenceMatcher(None, [line.strip() for line in old], keys, autojunk=False)
-    return {
-        line.strip()
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag == "replace" and rewrite_of(old[i1:i2], list(splice.lines[j1:j2]))
-        for line in old[i1:i2]
-    }
+    return {old[i].strip() for i in rewritten_in_place(old, splice.lines)}
 
 
 def _span(splice: _Splice) -> tuple[int, int]:
@@ -509,15 +502,16 @@ class _Region:
         mine = self.placing.snippet.lines[definition.start_line : definition.end_line]
         matcher = SequenceMatcher(None, autojunk=False)
         matcher.set_seq2(_unnamed(mine, definition.name))
-        bounded: list[tuple[float, int, Definition]] = []
+        bounded: list[tuple[float, int, str, Definition]] = []
         for other in others:
-            matcher.set_seq1(_unnamed(self.placing.file.lines[other.start_line : other.end_line], other.name))
-            bounded.append((matcher.quick_ratio(), -len(bounded), other))
+            theirs = _unnamed(self.placing.file.lines[other.start_line : other.end_line], other.name)
+            matcher.set_seq1(theirs)
+            bounded.append((matcher.quick_ratio(), -len(bounded), theirs, other))
         best: tuple[float, Definition | None] = (0.0, None)
-        for bound, _, other in sorted(bounded, key=lambda b: b[:2], reverse=True):
+        for bound, _, theirs, other in sorted(bounded, key=lambda b: b[:2], reverse=True):
             if bound <= max(best[0], NEW):
                 break
-            matcher.set_seq1(_unnamed(self.placing.file.lines[other.start_line : other.end_line], other.name))
+            matcher.set_seq1(theirs)
             if (ratio := matcher.ratio()) > best[0]:
                 best = (ratio, other)
         return best if best[0] > NEW else (0.0, None)

@@ -30,7 +30,7 @@ def build(
     progress: Callable[[int], None] | None = None,
 ) -> list[Example]:
     """Every synthetic edit of the recipe from ``files`` (by language), in a deterministic order,
-    none holding a ``forbidden`` window (:func:`forbidden_windows`); the ``module-`` kinds are
+    none holding a ``forbidden`` window (:func:`.data.forbidden_windows`); the ``module-`` kinds are
     :mod:`.modules`'."""
     pools = {
         language: list(collect_regions(files.get(language, []), language, recipe))
