@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from copyedit_lsp import models
-from copyedit_lsp.edit import DEFAULT_MODEL
+from copyedit_lsp.decode import models
+from copyedit_lsp.decode.edit import DEFAULT_MODEL
 
 
 @pytest.fixture(scope="session")

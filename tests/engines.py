@@ -21,10 +21,10 @@ from pathlib import Path
 
 import httpx
 
-from copyedit_lsp import models
 from copyedit_lsp.bench.checks import die_with_parent
-from copyedit_lsp.completions import Answer, Endpoint
-from copyedit_lsp.edit import DEFAULT_MODEL
+from copyedit_lsp.decode import models
+from copyedit_lsp.decode.completions import Answer, Endpoint
+from copyedit_lsp.decode.edit import DEFAULT_MODEL
 
 ROOT = Path(__file__).parents[1]
 LLAMA_SERVER = ROOT / ".engines" / "llama-server"

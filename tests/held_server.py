@@ -7,8 +7,8 @@ import os
 import sys
 import time
 
-from copyedit_lsp import server
-from copyedit_lsp.worker import Worker
+from copyedit_lsp.serve import server
+from copyedit_lsp.serve.worker import Worker
 
 RELEASE = sys.argv.pop(1)
 edit = Worker.edit

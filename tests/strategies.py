@@ -3,7 +3,7 @@ no final newline, empty lines, tabs, unicode and the program's reserved strings.
 
 from hypothesis import strategies as st
 
-from copyedit_lsp.program import RESERVED, Copy, Gen, Program
+from copyedit_lsp.core.program import RESERVED, Copy, Gen, Program
 
 FRAGMENTS = [
     *RESERVED,
@@ -41,7 +41,7 @@ def documents(draw) -> str:
 @st.composite
 def edits(draw) -> tuple[str, str]:
     """A (before, after) pair: lines of ``before`` deleted, replaced, inserted or kept."""
-    from copyedit_lsp.resolver import split_lines
+    from copyedit_lsp.core.resolver import split_lines
 
     before = draw(documents())
     after = []

@@ -7,15 +7,15 @@ import pytest
 from test_change import FILE
 
 from copyedit_lsp.bench import changes as bench_changes
-from copyedit_lsp.change import FORMS, ChangeError, ended_text, ending_as, read_change
-from copyedit_lsp.edit import EditOptions, EditResult, EditStats
-from copyedit_lsp.fast_apply import apply_change, apply_loss, dropped_lines, unplaced_parts
-from copyedit_lsp.loss import lost_code
-from copyedit_lsp.merge import merge
-from copyedit_lsp.program import ChangeCopy, Copy
-from copyedit_lsp.prompt import CodeMatches, SourceView, change_view, shown_change
-from copyedit_lsp.region import ApplyArguments, Position, Range, apply_region, parse_arguments
-from copyedit_lsp.resolver import oracle_apply_program, resolve
+from copyedit_lsp.core.change import FORMS, ChangeError, ended_text, ending_as, read_change
+from copyedit_lsp.core.loss import lost_code
+from copyedit_lsp.core.merge import merge
+from copyedit_lsp.core.program import ChangeCopy, Copy
+from copyedit_lsp.core.resolver import oracle_apply_program, resolve
+from copyedit_lsp.decode.edit import EditOptions, EditResult, EditStats
+from copyedit_lsp.decode.fast_apply import apply_change, apply_loss, dropped_lines, unplaced_parts
+from copyedit_lsp.decode.prompt import CodeMatches, SourceView, change_view, shown_change
+from copyedit_lsp.serve.region import ApplyArguments, Position, Range, apply_region, parse_arguments
 from copyedit_lsp.train import changes as train_changes
 
 AFTER = FILE.replace("self.data[key]\n", "self.data.get(key)\n", 1).replace("import os\n", "import sys\n")
@@ -138,7 +138,7 @@ def test_what_a_change_deletes_is_no_loss_but_other_code_is():
 
 
 class Scripted:
-    """An applier that answers with a given text (the checks are what is tested, not a model)."""
+    """An editor that answers with a given text (the checks are what is tested, not a model)."""
 
     def __init__(self, text: str):
         self.text, self.plans, self.changes = text, [], []

@@ -1,8 +1,8 @@
-"""The definitions an instruction asks to add, and a result that lacks them (copyedit_lsp.asked)."""
+"""The definitions an instruction asks to add, and a result that lacks them (copyedit_lsp.core.asked)."""
 
 import pytest
 
-from copyedit_lsp.asked import asked_definitions, code_changed, documentation_only, mismatch, missing_definitions
+from copyedit_lsp.core.asked import asked_definitions, code_changed, documentation_only, mismatch, missing_definitions
 
 UNITS = "def kilometers_to_miles(distance):\n    return distance * 0.621371\n"
 ADD = "Add a function called `miles_to_kilometers` that returns distance / 0.621371."

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp.llama_model import LlamaModel, LlamaModelError
+from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ SPEEDUP_MODES = "program,program-plain,program-no-force,program-no-merge,program
 LOGITS_BY_SPLIT = """
 import json, sys
 import numpy as np
-from copyedit_lsp.llama_model import LlamaModel
+from copyedit_lsp.decode.llama_model import LlamaModel
 
 llama = LlamaModel(sys.argv[1], n_ctx=1024, n_threads=2, batch_invariant=True)
 tokens = llama.tokenize(open(sys.argv[2]).read())[:240]
@@ -45,7 +45,7 @@ print(json.dumps({name: bool(np.array_equal(logits(split), one_by_one)) for name
 
 TOO_LATE = """
 import sys
-from copyedit_lsp.llama_model import LlamaModel, LlamaModelError
+from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError
 
 first = LlamaModel(sys.argv[1], n_ctx=256, n_threads=2)
 first.eval(first.tokenize("def f(x):\\n    return [x] * 16\\n"), logits_from=0)  # a batched matmul
@@ -74,7 +74,7 @@ def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_p
 @pytest.mark.timeout(660)  # a subprocess with its own 600 s limit: 240 tokens evaluated five ways, one by one too
 def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(default_model_path):
     stdout = _run_exact(
-        "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "resolver.py"), timeout=600
+        "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "core" / "resolver.py"), timeout=600
     )
     assert json.loads(stdout.strip().splitlines()[-1]) == {"whole": True, "13+27": True, "3s": True, "30+10": True}
 
@@ -90,7 +90,7 @@ def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model
     """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
     stdout = _run_exact(
         "-m",
-        "copyedit_lsp.cli",
+        "copyedit_lsp.cli.main",
         "bench",
         "edits",
         "humanevalfix-python",

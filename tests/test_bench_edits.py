@@ -16,11 +16,12 @@ from copyedit_lsp.bench.edits import (
     summarize,
     write_outputs,
 )
-from copyedit_lsp.datasets import EditItem, load_items
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import EditOptions, EditResult, EditStats
-from copyedit_lsp.llama_model import LlamaModel
-from copyedit_lsp.prompt import Layout
+from copyedit_lsp.common.datasets import EditItem, load_items
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import EditOptions, EditResult, EditStats
+from copyedit_lsp.decode.llama_model import LlamaModel
+from copyedit_lsp.decode.prompt import Layout
+from copyedit_lsp.decode.session import ModelSession
 
 KERNEL = {"rows": [{"span": 1, "speedup": 1.0}, {"span": 16, "speedup": 3.0}, {"span": 256, "speedup": 4.0}]}
 
@@ -170,7 +171,7 @@ def test_chat_mode_asks_for_the_whole_file_as_a_chat_user_does():
 
 @pytest.mark.model
 def test_a_real_run_of_every_mode(tiny_model_path, tmp_path):
-    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2)))
     sets = {"py": load_items("humanevalfix-python", limit=2), "quixbugs": load_items("quixbugs", limit=1)}
     modes = [*BASE_MODES, "forced-plain"]
     result = edits_benchmark(decoder, sets, modes=modes, progress=False)
@@ -214,9 +215,9 @@ def test_an_item_that_raises_is_recorded_and_a_killed_run_resumes(tiny_model_pat
     """One item too long for a fixed context: its rows say why and the run goes on. The rows are
     kept as they are measured; a run killed mid-line resumes and measures only what is missing."""
     from copyedit_lsp.bench.edits import RowLog, format_tables
-    from copyedit_lsp.datasets import EditItem
+    from copyedit_lsp.common.datasets import EditItem
 
-    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=1024, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(tiny_model_path, n_ctx=1024, n_threads=2)))
     long = "".join(f"value_{i} = {i}\n" for i in range(300))
     items = load_items("humanevalfix-python", limit=2)
     items.insert(1, EditItem("long", long, long, "Keep it."))

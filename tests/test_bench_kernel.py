@@ -7,7 +7,7 @@ import json
 import pytest
 
 from copyedit_lsp.bench.kernel import format_table, kernel_benchmark, write_outputs
-from copyedit_lsp.llama_model import LlamaModel
+from copyedit_lsp.decode.llama_model import LlamaModel
 
 SPANS = (1, 4, 16)
 TRIALS = 2

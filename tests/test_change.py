@@ -7,12 +7,12 @@ import pytest
 
 from copyedit_lsp.bench.apply import apply_benchmark, format_tables, runner_of, summarize, write_outputs
 from copyedit_lsp.bench.changes import Score, build_change, regions, score
-from copyedit_lsp.change import FORMS, ChangeError, change_form, is_marker, read_change
-from copyedit_lsp.datasets import EditItem
-from copyedit_lsp.grammar import instantiate
-from copyedit_lsp.merge import merge
-from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program, ProgramError, parse_program
-from copyedit_lsp.resolver import apply_edits, oracle_apply_program, resolve, sources, split_lines, text_edits
+from copyedit_lsp.common.datasets import EditItem
+from copyedit_lsp.core.change import FORMS, ChangeError, change_form, is_marker, read_change
+from copyedit_lsp.core.grammar import instantiate
+from copyedit_lsp.core.merge import merge
+from copyedit_lsp.core.program import ChangeCopy, Copy, Gen, Program, ProgramError, parse_program
+from copyedit_lsp.core.resolver import apply_edits, oracle_apply_program, resolve, sources, split_lines, text_edits
 
 FILE = """import os
 
@@ -250,15 +250,15 @@ def test_bench_apply_scores_each_form_and_counts_a_refusal_as_a_miss(tmp_path):
     with pytest.raises(ValueError, match="remote-program needs a remote server"):
         apply_benchmark({"files": items}, modes=("remote-program",), progress=False)
     with pytest.raises(ValueError, match="lookup@m needs the model m"):
-        apply_benchmark({"files": items}, modes=("lookup@m",), appliers={"local": None}, progress=False)
+        apply_benchmark({"files": items}, modes=("lookup@m",), editors={"local": None}, progress=False)
     with pytest.raises(ValueError, match=r"unknown forms or modes \['merge@m', 'remote-program@m'\]"):
         apply_benchmark({"files": items}, modes=("merge@m", "remote-program@m"), progress=False)
 
 
 def test_each_bench_apply_mode_names_who_runs_it():
-    assert [runner_of(mode) for mode in ("merge", "oracle", "remote-rewrite", "program@qwen2.5-coder-1.5b")] == [
+    assert [runner_of(mode) for mode in ("merge", "forced", "remote-rewrite", "program@qwen2.5-coder-1.5b")] == [
         (None, "merge"),
-        ("local", "oracle"),
+        ("local", "forced"),
         ("remote", "rewrite"),
         ("qwen2.5-coder-1.5b", "program"),
     ]

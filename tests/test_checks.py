@@ -13,7 +13,7 @@ import pytest
 
 from copyedit_lsp.bench import checks
 from copyedit_lsp.bench.checks import Outcome, Verdict, program_under_test, run_tests
-from copyedit_lsp.datasets import EditItem, load_items
+from copyedit_lsp.common.datasets import EditItem, load_items
 
 
 @pytest.mark.parametrize("preset", ["humanevalfix-python", "humanevalfix-js", "quixbugs"])
@@ -101,7 +101,7 @@ def test_a_test_process_dies_with_the_process_that_runs_it(tmp_path):
     script = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from copyedit_lsp.bench.checks import run_tests\n"
-        "from copyedit_lsp.datasets import EditItem\n"
+        "from copyedit_lsp.common.datasets import EditItem\n"
         f"run_tests(EditItem('x', '', '', '', test={test!r}), 'pass', timeout=60)\n"
     )
     runner = subprocess.Popen([sys.executable, "-c", script, str(Path(__file__).parents[1])])

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from texts import SHAPES
 
-from copyedit_lsp.edit import CUTS
-from copyedit_lsp.refusal import UNCHANGED
+from copyedit_lsp.decode.edit import CUTS
+from copyedit_lsp.decode.refusal import UNCHANGED
 
 pytestmark = pytest.mark.model
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from copyedit_lsp.datasets import FILE_FUNCTIONS, load_items
+from copyedit_lsp.common.datasets import FILE_FUNCTIONS, load_items
 
 
 def write(path, records):

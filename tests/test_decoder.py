@@ -13,10 +13,14 @@ from fixes import fix_problems
 from copyedit_lsp.bench.changes import build_change
 from copyedit_lsp.bench.checks import Outcome, run_tests
 from copyedit_lsp.bench.edits import ABLATIONS, first_divergence
-from copyedit_lsp.change import read_change
-from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import (
+from copyedit_lsp.common.datasets import load_items
+from copyedit_lsp.core.change import read_change
+from copyedit_lsp.core.grammar import digit_choices
+from copyedit_lsp.core.merge import merge
+from copyedit_lsp.core.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, parse_program
+from copyedit_lsp.core.resolver import oracle_program, resolve
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import (
     CUTS,
     NO_SPEEDUPS,
     Cancelled,
@@ -27,29 +31,26 @@ from copyedit_lsp.edit import (
     newline_of,
     repeats_input,
 )
-from copyedit_lsp.grammar import digit_choices
-from copyedit_lsp.llama_model import LlamaModel, LlamaModelError, Vocabulary
-from copyedit_lsp.merge import merge
-from copyedit_lsp.models import ModelError
-from copyedit_lsp.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, parse_program
-from copyedit_lsp.prompt import SourceView, as_model_sees, rewrite_messages
-from copyedit_lsp.refusal import check
-from copyedit_lsp.resolver import oracle_program, resolve
-from copyedit_lsp.writer import decoded_program
+from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError, Vocabulary
+from copyedit_lsp.decode.models import ModelError
+from copyedit_lsp.decode.prompt import SourceView, as_model_sees, rewrite_messages
+from copyedit_lsp.decode.refusal import check
+from copyedit_lsp.decode.session import ModelSession
+from copyedit_lsp.decode.writer import decoded_program
 
 pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_path):
-    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2)))
     yield decoder
     decoder.llama.close()
 
 
 @pytest.fixture(scope="module")
 def qwen(default_model_path):
-    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
     yield decoder
     decoder.llama.close()
 
@@ -273,7 +274,7 @@ def test_second_edit_reuses_the_prompt_prefix(tiny):
 
 
 def test_document_longer_than_the_context_fails_before_decoding(tiny_model_path):
-    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=1024, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(tiny_model_path, n_ctx=1024, n_threads=2)))
     calls = decoder.llama.counters.calls
     with pytest.raises(ContextOverflow, match="do not fit the model's context of 1024 tokens"):
         decoder.edit("".join(f"value_{i} = {i}\n" for i in range(400)), "Double every value.")
@@ -285,7 +286,7 @@ def test_a_context_sized_to_the_edit_grows_to_the_models_training_context(tiny_m
     """n_ctx 0 (the default): a text past the first 4096 tokens grows the context (the model
     reloaded, the prompt prefix re-evaluated) and the edit is exact; past the training context
     (SmolLM2: 8192) it fails before decoding."""
-    decoder = Decoder(LlamaModel(tiny_model_path, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(tiny_model_path, n_threads=2)))
     try:
         assert decoder.llama.growable and decoder.llama.n_ctx == 4096
         assert decoder.edit("x = 1\n", "Keep it.", EditOptions(mode="rewrite", max_new_tokens=8)).text
@@ -452,7 +453,7 @@ def test_an_output_cut_short_says_so(tiny, tiny_model_path):
     cut = tiny.edit(before, "Keep it.", budget)
     assert cut.cut == "max_new_tokens" and cut.stats.chosen_tokens == 8
     long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(300))),))
-    small = Decoder(LlamaModel(tiny_model_path, n_ctx=640, n_threads=2))
+    small = Decoder(ModelSession(LlamaModel(tiny_model_path, n_ctx=640, n_threads=2)))
     try:
         result = small.edit("x = 1\n", "Write many values.", EditOptions(mode="forced", program=long_gen))
     finally:
@@ -482,7 +483,7 @@ def test_a_gen_at_the_decoders_length_cap_is_cut_short_and_refused(tiny):
     is complete."""
     long_gen = Program((Gen("".join(f"value_{i} = {i}\n" for i in range(12))),))
     scripted = EditOptions(mode="forced", program=long_gen, language="python")
-    capped = Decoder(tiny.llama, max_gen_tokens=24)  # the same model; the cap of 512 made small
+    capped = Decoder(tiny.session, max_gen_tokens=24)  # the same model; the cap of 512 made small
     result = capped.edit("x = 1\n", "Write many values.", scripted)
     assert result.cut == "max_gen_tokens"
     (gen,) = result.program.ops
@@ -498,7 +499,10 @@ def test_an_apply_without_an_apply_selector_never_runs_the_edits_selector(select
     """Without an apply selector, program mode is a lookup rewrite, and with ``fallback`` off the
     base model's apply program: never one written with the edit selector's adapter, which was
     trained on edit programs (on this snippet it writes a gen the base model does not)."""
-    edits_only, base = Decoder(selector.llama, selector=selector.selector), Decoder(selector.llama)
+    edits_only, base = (
+        Decoder(ModelSession(selector.llama, selector=selector.session.selector)),
+        Decoder(ModelSession(selector.llama)),
+    )
     item = load_items("humanevalfix-python-files", limit=2, seed=1)[1]
     built = build_change(item.before, item.after, "snippet", "python", random.Random(f"1/{item.id}/snippet"))
     change = read_change(built.text, "snippet")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from fixes import fix_problems
 
-from copyedit_lsp.change import read_change
-from copyedit_lsp.merge import merge
+from copyedit_lsp.core.change import read_change
+from copyedit_lsp.core.merge import merge
 
 pytestmark = pytest.mark.model
 

@@ -3,8 +3,8 @@ come back); the real decoders' fallback is tested in test_decoder.py."""
 
 from dataclasses import dataclass, field
 
-from copyedit_lsp.edit import EditOptions, EditResult, EditStats, fall_back
-from copyedit_lsp.program import Copy, Gen, Program
+from copyedit_lsp.core.program import Copy, Gen, Program
+from copyedit_lsp.decode.edit import EditOptions, EditResult, EditStats, fall_back
 
 BEFORE = "const add = (a, b) => {\n  return a + b;\n}\n"
 UNBALANCED = "const add = (a, b) => {\n  return a - b;\n"  # the closing brace left out

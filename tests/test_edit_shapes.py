@@ -3,7 +3,7 @@ mode: the result is right, or it is refused (exit 3 cut short, 4 loses code, 6 c
 lacks the definition asked for) and nothing is written; never a wrong result reported as applied.
 
 * adding a function to a two-line file (rewrite and program mode once returned the file unchanged,
-  exit 0; the 0.5B's program rewrote the one function instead: :mod:`copyedit_lsp.asked` refuses
+  exit 0; the 0.5B's program rewrote the one function instead: :mod:`copyedit_lsp.core.asked` refuses
   a result that lacks the definition asked for);
 * a JSDoc comment asked for one function of a module, the instruction naming it (``mergeDeep``: the
   loss guard once read its first letters as the verb "merge", so a result that dropped the
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp.cli import main
-from copyedit_lsp.loss import lost_code
-from copyedit_lsp.scope import adds_syntax_errors
+from copyedit_lsp.cli.main import main
+from copyedit_lsp.core.loss import lost_code
+from copyedit_lsp.core.scope import adds_syntax_errors
 
 SHAPES = Path(__file__).parent / "shapes"
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")

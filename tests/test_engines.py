@@ -14,19 +14,20 @@ import pytest
 from engines import CONTEXT, ENGINES, free_port, start_engine
 
 from copyedit_lsp.bench.changes import build_change
-from copyedit_lsp.change import change_lines, read_change
-from copyedit_lsp.completions import Answer, Completions, Endpoint, RemoteError
-from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
-from copyedit_lsp.grammar import op_grammar
-from copyedit_lsp.llama_model import LlamaModel, Vocabulary
-from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program
-from copyedit_lsp.prompt import SourceView
-from copyedit_lsp.region import choice_names
-from copyedit_lsp.remote import RemoteDecoder
-from copyedit_lsp.remote import _read_op as read_op
-from copyedit_lsp.resolver import oracle_apply_program, oracle_program
+from copyedit_lsp.common.datasets import load_items
+from copyedit_lsp.core.change import change_lines, read_change
+from copyedit_lsp.core.grammar import op_grammar
+from copyedit_lsp.core.program import ChangeCopy, Copy, Gen, Program
+from copyedit_lsp.core.resolver import oracle_apply_program, oracle_program
+from copyedit_lsp.decode.completions import Answer, Completions, Endpoint, RemoteError
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
+from copyedit_lsp.decode.llama_model import LlamaModel, Vocabulary
+from copyedit_lsp.decode.prompt import SourceView
+from copyedit_lsp.decode.remote import RemoteDecoder
+from copyedit_lsp.decode.remote import _read_op as read_op
+from copyedit_lsp.decode.session import ModelSession
+from copyedit_lsp.serve.region import choice_names
 
 # An engine starts in the setup of its first test (vLLM: 109 s on a quiet 2-core machine), which
 # then runs both local decoders beside it (129 s): 238 s together, near the 300 s default.
@@ -61,7 +62,7 @@ def remote(served):
 @pytest.fixture(scope="module")
 def local(default_model_path):
     """The local decoder with the base model (the remote backend sends no selector)."""
-    decoder = Decoder(LlamaModel(default_model_path, n_ctx=CONTEXT, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=CONTEXT, n_threads=2)))
     yield decoder
     decoder.close()
 

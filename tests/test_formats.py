@@ -1,4 +1,4 @@
-"""Edit formats: each written from a pair, read back and applied; the strict appliers refuse what they must."""
+"""Edit formats: each written from a pair, read back and applied; the strict editors refuse what they must."""
 
 from collections import Counter
 
@@ -17,8 +17,8 @@ from copyedit_lsp.bench.formats import (
     search_replace_text,
     unified_diff_text,
 )
-from copyedit_lsp.datasets import load_items
-from copyedit_lsp.resolver import split_lines
+from copyedit_lsp.common.datasets import load_items
+from copyedit_lsp.core.resolver import split_lines
 
 
 @settings(max_examples=800, deadline=None)

@@ -15,8 +15,8 @@ from test_openai_api import COPYEDIT, KEY, apply_message, serving
 from test_server import SERVER, open_document, run_apply, start
 
 from copyedit_lsp.bench.snippets import build_cases
-from copyedit_lsp.openai_api import API_KEY_VARIABLE
-from copyedit_lsp.refusal import KINDS
+from copyedit_lsp.decode.refusal import KINDS
+from copyedit_lsp.serve.openai_api import API_KEY_VARIABLE
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 

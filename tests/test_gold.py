@@ -8,9 +8,10 @@ import pytest
 
 from copyedit_lsp.bench.checks import Outcome
 from copyedit_lsp.bench.gold import check_gold
-from copyedit_lsp.cli import EDIT_SETS, main
-from copyedit_lsp.datasets import data_dir, load_items
-from copyedit_lsp.loss import lost_code
+from copyedit_lsp.cli.bench import EDIT_SETS
+from copyedit_lsp.cli.main import main
+from copyedit_lsp.common.datasets import data_dir, load_items
+from copyedit_lsp.core.loss import lost_code
 
 
 @pytest.mark.parametrize("preset", EDIT_SETS)

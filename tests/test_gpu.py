@@ -5,9 +5,9 @@ writes on the CPU, but where the two part at a near tie (a GPU's kernels round d
 import pytest
 from test_decoder import near_tie
 
-from copyedit_lsp.datasets import load_items
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import DEFAULT_MODEL, EditOptions
+from copyedit_lsp.common.datasets import load_items
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import DEFAULT_MODEL, EditOptions
 
 pytestmark = [pytest.mark.gpu, pytest.mark.model]
 

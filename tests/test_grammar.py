@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from strategies import programs
 from test_program import damaged_programs
 
-from copyedit_lsp.grammar import (
+from copyedit_lsp.core.grammar import (
     digit_choices,
     gen_rest_grammar,
     grammar_template,
@@ -20,8 +20,8 @@ from copyedit_lsp.grammar import (
     op_grammar,
     range_rule,
 )
-from copyedit_lsp.llama_model import Vocabulary
-from copyedit_lsp.program import ProgramError, parse_program
+from copyedit_lsp.core.program import ProgramError, parse_program
+from copyedit_lsp.decode.llama_model import Vocabulary
 
 SIZES = [1, 9, 10, 99, 100, 347, 5000, 100000]
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp.edit import EditOptions, EditResult, EditStats, fall_back
-from copyedit_lsp.loss import lost_code
-from copyedit_lsp.program import Copy, Gen, Program
-from copyedit_lsp.resolver import resolve, split_lines
+from copyedit_lsp.core.loss import lost_code
+from copyedit_lsp.core.program import Copy, Gen, Program
+from copyedit_lsp.core.resolver import resolve, split_lines
+from copyedit_lsp.decode.edit import EditOptions, EditResult, EditStats, fall_back
 
 # A request router of 96 lines: imports, three classes, helpers and the app factory at line 77.
 ROUTER = textwrap.dedent(

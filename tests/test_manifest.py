@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 from copyedit_lsp.bench.manifest import REPOSITORY, run_manifest, write_manifest
-from copyedit_lsp.models import MODELS
-from copyedit_lsp.selector import SHIPPED
+from copyedit_lsp.decode.models import MODELS
+from copyedit_lsp.decode.selector import SHIPPED
 
 
 def test_the_manifest_names_commit_machine_model_and_adapter(tmp_path, monkeypatch):

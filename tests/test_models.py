@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp import models
-from copyedit_lsp.edit import DEFAULT_MODEL
-from copyedit_lsp.models import ModelError, ModelSpec
+from copyedit_lsp.decode import models
+from copyedit_lsp.decode.edit import DEFAULT_MODEL
+from copyedit_lsp.decode.models import ModelError, ModelSpec
 
 GGUF_HEADER = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
 

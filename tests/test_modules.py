@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from copyedit_lsp.cli import _kind_counts
-from copyedit_lsp.loss import lost_code
-from copyedit_lsp.resolver import split_lines
-from copyedit_lsp.scope import definitions, syntax_errors
+from copyedit_lsp.cli.train import kind_counts
+from copyedit_lsp.core.loss import lost_code
+from copyedit_lsp.core.resolver import split_lines
+from copyedit_lsp.core.scope import definitions, syntax_errors
 from copyedit_lsp.train.data import Recipe
 from copyedit_lsp.train.examples import build
 from copyedit_lsp.train.modules import MODULE_KINDS, WINDOW_LINES, module_example, window
@@ -159,6 +159,6 @@ def test_the_builder_makes_module_kinds_from_files(tmp_path):
 
 
 def test_train_kinds_are_counts_of_known_kinds():
-    assert _kind_counts("module-bug=3,bug=2") == (("module-bug", 3), ("bug", 2))
+    assert kind_counts("module-bug=3,bug=2") == (("module-bug", 3), ("bug", 2))
     with pytest.raises(Exception, match="KIND=COUNT"):
-        _kind_counts("module-bugs=3")
+        kind_counts("module-bugs=3")

@@ -21,7 +21,7 @@ from fixes import fix_problems
 from lsprotocol import types
 from texts import STATS, VARIANCE_SNIPPET
 
-from copyedit_lsp.textedits import apply_lsp_edits
+from copyedit_lsp.serve.textedits import apply_lsp_edits
 
 pytestmark = [
     pytest.mark.model,
@@ -39,7 +39,7 @@ vim.opt.runtimepath:prepend({plugin})
 vim.opt.swapfile = false
 vim.opt.shadafile = 'NONE'
 require('copyedit').setup{{
-  cmd = {{ {python}, '-m', 'copyedit_lsp.server' }},
+  cmd = {{ {python}, '-m', 'copyedit_lsp.serve.server' }},
   init_options = vim.fn.json_decode({options}),
   progress = false,
 }}

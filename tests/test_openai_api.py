@@ -16,8 +16,8 @@ import pytest
 from engines import free_port
 from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
-from copyedit_lsp.openai_api import API_KEY_VARIABLE, RequestError, parse_request
-from copyedit_lsp.scope import language_of_code
+from copyedit_lsp.core.scope import language_of_code
+from copyedit_lsp.serve.openai_api import API_KEY_VARIABLE, RequestError, parse_request
 
 COPYEDIT = Path(sys.executable).with_name("copyedit")
 KEY = "test-key"

@@ -10,7 +10,7 @@ import pytest
 
 from copyedit_lsp.bench import paper_kernel
 from copyedit_lsp.bench.random_model import SHAPES, Shape, tensor_layout, write_gguf
-from copyedit_lsp.llama_model import LlamaModel
+from copyedit_lsp.decode.llama_model import LlamaModel
 
 # 128 values a row: the Q5_0 and Q8_0 a row that is not a multiple of 256 falls back to; ffn_down's
 # 512: Q4_K, and Q6_K in the one layer of two with more bits

@@ -7,7 +7,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from strategies import FRAGMENTS, programs
 
-from copyedit_lsp.program import RESERVED, Copy, Gen, Program, ProgramError, escape, parse_program, unescape
+from copyedit_lsp.core.program import RESERVED, Copy, Gen, Program, ProgramError, escape, parse_program, unescape
 
 EXAMPLE = '<program>\n<copy lines="1-3"/>\n<gen>\n    return x + 1\n</gen>\n<copy lines="5-9"/>\n</program>'
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from copyedit_lsp.edit import answer_code
-from copyedit_lsp.prompt import FIRST_LAYOUT, Layout, program_messages, rewrite_messages
+from copyedit_lsp.decode.edit import answer_code
+from copyedit_lsp.decode.prompt import FIRST_LAYOUT, Layout, program_messages, rewrite_messages
 
 
 def test_a_layout_reads_from_its_parts_and_writes_them_back():

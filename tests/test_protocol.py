@@ -27,8 +27,8 @@ import pytest
 import pytest_lsp
 from fixes import fix_problems
 
-from copyedit_lsp.framing import MAX_DEPTH, Message, MessageFramer
-from copyedit_lsp.server import LOG_CHARS
+from copyedit_lsp.serve.framing import MAX_DEPTH, Message, MessageFramer
+from copyedit_lsp.serve.server import LOG_CHARS
 
 pytestmark = pytest.mark.server  # the real server over stdio and TCP
 
@@ -68,7 +68,7 @@ class Server:
     with a null id apart), its own requests answered (applyEdit: applied)."""
 
     def __init__(self, transport: str = "stdio", options: list[str] = ()) -> None:
-        command = [sys.executable, "-m", "copyedit_lsp.server", *options]
+        command = [sys.executable, "-m", "copyedit_lsp.serve.server", *options]
         if transport == "tcp":
             with socket.socket() as probe:  # a free port
                 probe.bind(("127.0.0.1", 0))

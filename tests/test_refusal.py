@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from copyedit_lsp.edit import CUTS, EditResult, EditStats
-from copyedit_lsp.loss import Loss
-from copyedit_lsp.refusal import KINDS, Refusal, check
+from copyedit_lsp.core.loss import Loss
+from copyedit_lsp.decode.edit import CUTS, EditResult, EditStats
+from copyedit_lsp.decode.refusal import KINDS, Refusal, check
 
 PACKAGE = Path(__file__).parent.parent / "copyedit_lsp"
 BEFORE = "def f(x):\n    return x\n"

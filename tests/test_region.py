@@ -3,10 +3,12 @@
 import pytest
 from lsprotocol import types
 
-from copyedit_lsp.actions import Diagnostic, instruction_comment, list_actions
-from copyedit_lsp.config import Settings, updated
-from copyedit_lsp.program import parse_program
-from copyedit_lsp.region import (
+from copyedit_lsp.core.program import parse_program
+from copyedit_lsp.core.resolver import oracle_program, resolve, sources, split_lines
+from copyedit_lsp.core.scope import adds_syntax_errors
+from copyedit_lsp.serve.actions import Diagnostic, instruction_comment, list_actions
+from copyedit_lsp.serve.config import Settings, updated
+from copyedit_lsp.serve.region import (
     EditArguments,
     Position,
     Range,
@@ -16,10 +18,8 @@ from copyedit_lsp.region import (
     plan_region,
     replace_region,
 )
-from copyedit_lsp.resolver import oracle_program, resolve, sources, split_lines
-from copyedit_lsp.scope import adds_syntax_errors
-from copyedit_lsp.textedits import apply_lsp_edits, describe_hunk, hunk_provenance, region_edits
-from copyedit_lsp.workspace_files import workspace_files
+from copyedit_lsp.serve.textedits import apply_lsp_edits, describe_hunk, hunk_provenance, region_edits
+from copyedit_lsp.serve.workspace_files import workspace_files
 
 CODE = "import os\n\n\ndef f(x):\n    y = x\n    return y\n\n\ndef g():\n    pass\n"
 

@@ -21,18 +21,18 @@ from test_openai_api import apply_message, serving
 from test_server import as_dict, ended, open_document, run_edit, start
 from texts import STATS, VARIANCE_SNIPPET
 
-from copyedit_lsp import completions as completions_api
-from copyedit_lsp.change import read_change
-from copyedit_lsp.completions import Endpoint, RemoteError
-from copyedit_lsp.config import Settings, updated
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import CUTS, EditOptions
-from copyedit_lsp.grammar import gen_rest_grammar
-from copyedit_lsp.llama_model import LlamaModel
-from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program
-from copyedit_lsp.remote import RemoteDecoder
-from copyedit_lsp.textedits import apply_lsp_edits
-from copyedit_lsp.worker import Worker, endpoint
+from copyedit_lsp.core.change import read_change
+from copyedit_lsp.core.grammar import gen_rest_grammar
+from copyedit_lsp.core.program import ChangeCopy, Copy, Gen, Program
+from copyedit_lsp.decode import completions as completions_api
+from copyedit_lsp.decode.completions import Endpoint, RemoteError
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import CUTS, EditOptions
+from copyedit_lsp.decode.llama_model import LlamaModel
+from copyedit_lsp.decode.remote import RemoteDecoder
+from copyedit_lsp.serve.config import Settings, updated
+from copyedit_lsp.serve.textedits import apply_lsp_edits
+from copyedit_lsp.serve.worker import Worker, endpoint
 
 pytestmark = pytest.mark.model
 
@@ -61,7 +61,7 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
         [
             sys.executable,
             "-m",
-            "copyedit_lsp.cli",
+            "copyedit_lsp.cli.main",
             "apply",
             str(path),
             "-i",
@@ -86,7 +86,7 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
         [
             sys.executable,
             "-m",
-            "copyedit_lsp.cli",
+            "copyedit_lsp.cli.main",
             "bench",
             "edits",
             "humanevalfix-python",
@@ -118,7 +118,7 @@ def test_a_change_is_applied_through_the_remote_backend(llama_server, local_deco
     path, change_path = tmp_path / "stats.py", tmp_path / "change.py"
     path.write_text(STATS)
     change_path.write_text(VARIANCE_SNIPPET)
-    command = [sys.executable, "-m", "copyedit_lsp.cli", "apply", str(path), "--change", str(change_path)]
+    command = [sys.executable, "-m", "copyedit_lsp.cli.main", "apply", str(path), "--change", str(change_path)]
     done = subprocess.run(
         [*command, "--backend", "remote", "--remote-url", llama_server.url, "--no-shortcut", "--json"],
         capture_output=True,
@@ -149,7 +149,7 @@ def test_the_openai_endpoint_applies_through_the_remote_backend(llama_server, lo
     assert answer.usage is not None and answer.usage.completion_tokens > 0
 
 
-SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.serve.server"])
 
 
 @pytest_lsp.fixture(config=SERVER)
@@ -422,12 +422,12 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
     script = (
         "import json, sys\n"
         "sys.modules['llama_cpp'] = None  # import llama_cpp raises ImportError\n"
-        "from copyedit_lsp.config import Settings\n"
-        "from copyedit_lsp.worker import open_editor\n"
+        "from copyedit_lsp.serve.config import Settings\n"
+        "from copyedit_lsp.serve.worker import open_editor\n"
         "editor = open_editor(Settings(backend='remote', remote_url=sys.argv[1]))\n"
         "result = editor.edit('x = 1\\ny = 2\\n', 'Keep the first line.')\n"
         "print(json.dumps({'text': result.text, 'program': result.program.to_text(), 'prompt': editor._prompt("
-        "'a\\n', 'Probe.', __import__('copyedit_lsp.edit').edit.EditOptions())}))\n"
+        "'a\\n', 'Probe.', __import__('copyedit_lsp.decode.edit').edit.EditOptions())}))\n"
     )
     try:
         run = subprocess.run(
@@ -444,7 +444,7 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
     assert out["text"] == "x = 1\n" and out["program"] == '<program>\n<copy lines="1-1"/>\n</program>'
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    from copyedit_lsp.prompt import ChatTemplate, program_messages, program_prefix
+    from copyedit_lsp.decode.prompt import ChatTemplate, program_messages, program_prefix
 
     formatter = Jinja2ChatFormatter(template=ChatTemplate.CHATML, eos_token="", bos_token="")
     assert out["prompt"] == formatter(messages=program_messages("Probe.", "a\n", splice=True)).prompt + program_prefix()

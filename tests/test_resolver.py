@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import documents, edits
 
-from copyedit_lsp.datasets import PRESETS, load_items
-from copyedit_lsp.program import Copy, Gen, Program, ProgramError
-from copyedit_lsp.resolver import Alignment, apply_edits, oracle_program, resolve, split_lines, text_edits
+from copyedit_lsp.common.datasets import PRESETS, load_items
+from copyedit_lsp.core.program import Copy, Gen, Program, ProgramError
+from copyedit_lsp.core.resolver import Alignment, apply_edits, oracle_program, resolve, split_lines, text_edits
 
 
 @pytest.mark.parametrize(
@@ -123,9 +123,9 @@ def test_shared_data_oracle_exact_and_edits_minimal(preset):
 
 def test_core_imports_neither_llama_nor_pygls():
     code = (
-        "import sys; import copyedit_lsp.program, copyedit_lsp.resolver, copyedit_lsp.grammar, copyedit_lsp.edit, "
-        "copyedit_lsp.prompt, copyedit_lsp.languages, copyedit_lsp.scope, copyedit_lsp.loss, copyedit_lsp.writer, "
-        "copyedit_lsp.bench.analysis, copyedit_lsp.datasets; "
+        "import sys; import copyedit_lsp.core.program, copyedit_lsp.core.resolver, copyedit_lsp.core.grammar, copyedit_lsp.decode.edit, "
+        "copyedit_lsp.decode.prompt, copyedit_lsp.core.languages, copyedit_lsp.core.scope, copyedit_lsp.core.loss, copyedit_lsp.decode.writer, "
+        "copyedit_lsp.bench.analysis, copyedit_lsp.common.datasets; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'pygls', 'lsprotocol')]; "
         "assert not bad, bad"
     )

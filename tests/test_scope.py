@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_sitter import Parser
 
-from copyedit_lsp import scope as scope_module
-from copyedit_lsp.resolver import split_lines
-from copyedit_lsp.scope import Scope, edit_scope, language_for, syntax_errors, top_level_chunks
+from copyedit_lsp.core import scope as scope_module
+from copyedit_lsp.core.resolver import split_lines
+from copyedit_lsp.core.scope import Scope, edit_scope, language_for, syntax_errors, top_level_chunks
 
 PYTHON = """\
 import os

@@ -17,16 +17,16 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from texts import SHAPES, VARIANCE_SNIPPET
 
-from copyedit_lsp.edit import CUTS
-from copyedit_lsp.program import Copy, Gen, Program
-from copyedit_lsp.refusal import UNCHANGED
-from copyedit_lsp.resolver import resolve, split_lines
-from copyedit_lsp.scope import adds_syntax_errors
-from copyedit_lsp.textedits import apply_lsp_edits
+from copyedit_lsp.core.program import Copy, Gen, Program
+from copyedit_lsp.core.resolver import resolve, split_lines
+from copyedit_lsp.core.scope import adds_syntax_errors
+from copyedit_lsp.decode.edit import CUTS
+from copyedit_lsp.decode.refusal import UNCHANGED
+from copyedit_lsp.serve.textedits import apply_lsp_edits
 
 pytestmark = pytest.mark.model
 
-SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.server"])
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "copyedit_lsp.serve.server"])
 # A server whose edits wait after their first progress report until the test creates this file.
 RELEASE = Path(tempfile.mkdtemp(prefix="copyedit-hold-")) / "release"
 HELD = ClientServerConfig(
@@ -314,7 +314,7 @@ async def test_review_hunks_rejected_taken_or_not_asked_for(qwen):
 def long_module(lines: int = 230) -> str:
     """A Python file of at most ``lines`` lines: correct HumanEvalFix solutions with their
     docstrings, then the demo's buggy mean() (230: about 220 lines and 1,530 tokens)."""
-    from copyedit_lsp.datasets import data_dir
+    from copyedit_lsp.common.datasets import data_dir
 
     stats = Path(__file__).parents[1].joinpath("examples", "stats.py").read_text()
     records = (json.loads(line) for line in (data_dir() / "humanevalfix" / "python.jsonl").open())

@@ -7,9 +7,9 @@ from dataclasses import fields
 
 import pytest
 
-from copyedit_lsp import settings_files
-from copyedit_lsp.cli import main
-from copyedit_lsp.config import Settings, updated
+from copyedit_lsp.cli import settings_files
+from copyedit_lsp.cli.main import main
+from copyedit_lsp.serve.config import Settings, updated
 
 
 def test_the_generated_files_are_current():

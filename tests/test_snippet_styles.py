@@ -6,15 +6,15 @@ import pytest
 
 from copyedit_lsp.bench.changes import score
 from copyedit_lsp.bench.snippets import LANGUAGES, STYLES, build_cases, snippets_benchmark
-from copyedit_lsp.change import ChangeError, read_change
-from copyedit_lsp.completions import Endpoint, RemoteError
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import EditOptions
-from copyedit_lsp.fast_apply import apply_change
-from copyedit_lsp.llama_model import LlamaModel
-from copyedit_lsp.remote import RemoteDecoder
-from copyedit_lsp.scope import syntax_errors
-from copyedit_lsp.structure import placements
+from copyedit_lsp.core.change import ChangeError, read_change
+from copyedit_lsp.core.scope import syntax_errors
+from copyedit_lsp.core.structure import placements
+from copyedit_lsp.decode.completions import Endpoint, RemoteError
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import EditOptions
+from copyedit_lsp.decode.fast_apply import apply_change
+from copyedit_lsp.decode.llama_model import LlamaModel
+from copyedit_lsp.decode.remote import RemoteDecoder
 
 CASES = build_cases(per_style=3, seed=5)
 
@@ -27,7 +27,7 @@ def test_every_style_in_every_language_is_a_real_edit_of_a_module_that_parses():
 
 
 def test_structure_places_the_snippets_exactly_and_never_offers_a_lossy_result():
-    result = snippets_benchmark(CASES, modes=["structure"], appliers={}, progress=False)
+    result = snippets_benchmark(CASES, modes=["structure"], editors={}, progress=False)
     summary = result["summary"]["structure"]
     assert summary["all"]["exact"] >= 0.95 * len(CASES), summary
     assert summary["all"]["lines_lost"] == summary["all"]["invented"] == 0

@@ -3,10 +3,10 @@
 import pytest
 from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
-from copyedit_lsp.change import ChangeError, read_change
-from copyedit_lsp.edit import EditOptions
-from copyedit_lsp.fast_apply import answers_alone, apply_change
-from copyedit_lsp.structure import placements
+from copyedit_lsp.core.change import ChangeError, read_change
+from copyedit_lsp.core.structure import placements
+from copyedit_lsp.decode.edit import EditOptions
+from copyedit_lsp.decode.fast_apply import answers_alone, apply_change
 
 SHOP = """import math
 

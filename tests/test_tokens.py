@@ -8,11 +8,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from copyedit_lsp.edit import COPY_CHECK, EditOptions, repeats_input
-from copyedit_lsp.program import Copy, Gen
-from copyedit_lsp.prompt import SourceView
-from copyedit_lsp.tokens import UNESCAPED_OPENINGS, CopyCheck, OpeningMask, ProgramTokens, reopening
-from copyedit_lsp.writer import repeating, replaced_through
+from copyedit_lsp.core.program import Copy, Gen
+from copyedit_lsp.decode.edit import COPY_CHECK, EditOptions, repeats_input
+from copyedit_lsp.decode.prompt import SourceView
+from copyedit_lsp.decode.tokens import UNESCAPED_OPENINGS, CopyCheck, OpeningMask, ProgramTokens, reopening
+from copyedit_lsp.decode.writer import repeating, replaced_through
 
 OPS = ProgramTokens(
     ops={"copy": [0, 1], "gen": [0, 2], "end": [3]},

@@ -17,17 +17,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import edits
 
-from copyedit_lsp import selector as selectors
-from copyedit_lsp.change import read_change
-from copyedit_lsp.datasets import data_dir, load_items
-from copyedit_lsp.decoder import Decoder
-from copyedit_lsp.edit import EditOptions
-from copyedit_lsp.llama_model import LlamaModel, LlamaModelError, Vocabulary
-from copyedit_lsp.models import ModelError
-from copyedit_lsp.program import ChangeCopy, Copy, Gen, parse_program
-from copyedit_lsp.prompt import ChatTemplate, SourceView
-from copyedit_lsp.resolver import oracle_apply_program, oracle_program, resolve
-from copyedit_lsp.selector import resolve_selector
+from copyedit_lsp.common.datasets import data_dir, load_items
+from copyedit_lsp.core.change import read_change
+from copyedit_lsp.core.program import ChangeCopy, Copy, Gen, parse_program
+from copyedit_lsp.core.resolver import oracle_apply_program, oracle_program, resolve
+from copyedit_lsp.decode import selector as selectors
+from copyedit_lsp.decode.decoder import Decoder
+from copyedit_lsp.decode.edit import EditOptions
+from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError, Vocabulary
+from copyedit_lsp.decode.models import ModelError
+from copyedit_lsp.decode.prompt import ChatTemplate, SourceView
+from copyedit_lsp.decode.selector import resolve_selector
 from copyedit_lsp.train.data import (
     INTENT_PHRASES,
     Example,
@@ -366,7 +366,7 @@ def test_the_shipped_selector_is_verified_and_writes_valid_programs(default_mode
     assert larger.sha256 == selectors.SHIPPED["qwen2.5-coder-1.5b"].sha256
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)
     try:
-        assert decoder.selector == selector
+        assert decoder.session.selector == selector
         results = {}
         for before, _, instruction in EDITS[:3]:
             result = decoder.edit(before, instruction)

@@ -64,7 +64,7 @@ def free_port() -> int:
 
 def server_settings(log: Path) -> dict:
     return {
-        "copyedit.server.command": [sys.executable, "-m", "copyedit_lsp.server", "--log-file", str(log)],
+        "copyedit.server.command": [sys.executable, "-m", "copyedit_lsp.serve.server", "--log-file", str(log)],
         "copyedit.threads": 2,
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": False,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from copyedit_lsp.program import ChangeCopy, Copy, Gen, Program, ProgramError
-from copyedit_lsp.writer import ProgramWriter
+from copyedit_lsp.core.program import ChangeCopy, Copy, Gen, Program, ProgramError
+from copyedit_lsp.decode.writer import ProgramWriter
 
 SOURCE = "def area(w, h):\n    result = w * h\n    return result\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"
 

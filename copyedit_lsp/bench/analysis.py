@@ -7,9 +7,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..datasets import EditItem
-from ..program import Copy, Program
-from ..resolver import oracle_program, resolve, split_lines
+from ..common.datasets import EditItem
+from ..core.program import Copy, Program
+from ..core.resolver import oracle_program, resolve, split_lines
 
 NOISE_EPSILONS = (0, 1, 2, 3, 5)
 

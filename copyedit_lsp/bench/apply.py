@@ -1,17 +1,17 @@
 """``copyedit bench apply``: changes built from the edit sets' gold edits (:mod:`.changes`) in
 every form, merged into the file, scored against the gold, item by item, the modes interleaved.
 
-Modes (:data:`MODES`): ``merge``, the deterministic merge (:mod:`~copyedit_lsp.merge`), the
+Modes (:data:`MODES`): ``merge``, the deterministic merge (:mod:`~copyedit_lsp.core.merge`), the
 baseline; ``structure``, the apply without a model (blocks and hunks by their anchors, snippets by
-the code's structure, :mod:`~copyedit_lsp.structure`; checked as every apply is, the rest refused);
-``pipeline``, the apply as a user gets it (:func:`~copyedit_lsp.fast_apply.apply_change`: what
+the code's structure, :mod:`~copyedit_lsp.core.structure`; checked as every apply is, the rest refused);
+``pipeline``, the apply as a user gets it (:func:`~copyedit_lsp.decode.fast_apply.apply_change`: what
 structure or the anchors place, the model choosing where structure leaves a choice, else the
 model's apply program); ``program``, the model's apply program (drafted from the merge, refused
-where a part is not placed or code is lost; the merge never answers for it); ``oracle``, the oracle apply program in forced mode (what a perfect selector
+where a part is not placed or code is lost; the merge never answers for it); ``forced``, the oracle apply program in forced mode (what a perfect selector
 costs); ``rewrite``, the base model writing the merged file out given the change (as FastApply
 does); ``lookup``, that rewrite with prompt lookup over the file and the change (the local
-analogue of Predicted Outputs); ``remote-program``, ``remote-oracle`` and ``remote-rewrite``, those
-modes on a completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), each beside its local
+analogue of Predicted Outputs); ``remote-program``, ``remote-forced`` and ``remote-rewrite``, those
+modes on a completions server (:class:`~copyedit_lsp.decode.remote.RemoteDecoder`), each beside its local
 mode: the same program and text, change by change; ``MODE@MODEL`` (``program@qwen2.5-coder-1.5b``),
 a local mode on another model with its shipped selectors, so two models are timed interleaved.
 Rewrite and lookup are scored as they come, unguarded. A
@@ -34,22 +34,22 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from ..change import FORMS, Change, ChangeError, change_lines, read_change
-from ..datasets import EditItem
-from ..edit import EditOptions, EditResult
-from ..fast_apply import answers_alone, apply_change
-from ..merge import merge
-from ..reports import markdown_table, side_by_side, write_json
-from ..resolver import oracle_apply_program
+from ..common.datasets import EditItem
+from ..common.reports import markdown_table, side_by_side, write_json
+from ..core.change import FORMS, Change, ChangeError, change_lines, read_change
+from ..core.merge import merge
+from ..core.resolver import oracle_apply_program
+from ..decode.edit import EditOptions, EditResult
+from ..decode.fast_apply import answers_alone, apply_change
 from .changes import SLICES, build_change, score
 from .checks import run_tests
 
 if TYPE_CHECKING:
-    from ..edit import Editor
+    from ..decode.edit import Editor
 
-LOCAL_MODES = ("program", "pipeline", "oracle", "rewrite", "lookup")
-REMOTE_MODES = ("remote-program", "remote-oracle", "remote-rewrite")
-MODES = ("merge", "structure", *LOCAL_MODES, *REMOTE_MODES)
+LOCAL_MODES = ("program", "pipeline", "forced", "rewrite", "lookup")
+REMOTE_APPLY_MODES = ("remote-program", "remote-forced", "remote-rewrite")
+MODES = ("merge", "structure", *LOCAL_MODES, *REMOTE_APPLY_MODES)
 
 
 def runner_of(mode: str) -> tuple[str | None, str]:
@@ -59,7 +59,7 @@ def runner_of(mode: str) -> tuple[str | None, str]:
     if "@" in mode:
         local, model = mode.split("@", 1)
         return model, local
-    if mode in REMOTE_MODES:
+    if mode in REMOTE_APPLY_MODES:
         return "remote", mode.removeprefix("remote-")
     return (None if mode in ("merge", "structure") else "local"), mode
 
@@ -69,13 +69,13 @@ def apply_benchmark(
     *,
     forms: Sequence[str] = FORMS,
     modes: Sequence[str] = ("merge",),
-    appliers: Mapping[str, Editor] | None = None,
+    editors: Mapping[str, Editor] | None = None,
     fallback: bool = True,
     seed: int = 0,
     progress: bool = True,
 ) -> dict:
     """Every item of ``sets`` as a change of each form (drawn by ``seed`` and the item), merged by
-    each mode in turn, run by ``appliers`` (:func:`runner_of`: ``local``, ``remote`` or a model's
+    each mode in turn, run by ``editors`` (:func:`runner_of`: ``local``, ``remote`` or a model's
     name; without ``fallback``, program mode without an apply selector is the base model's
     program); rows and a summary per set."""
     unknown = set(forms) - set(FORMS) | {mode for mode in modes if mode.split("@")[0] not in MODES}
@@ -85,10 +85,10 @@ def apply_benchmark(
             f"unknown forms or modes {sorted(unknown)}; choose from {list(FORMS)} and {list(MODES)} "
             f"({', '.join(LOCAL_MODES)} also as MODE@MODEL)"
         )
-    appliers = appliers or {}
+    editors = editors or {}
     for mode in modes:
         runner = runner_of(mode)[0]
-        if runner is not None and runner not in appliers:
+        if runner is not None and runner not in editors:
             what = {"local": "a local model", "remote": "a remote server"}.get(runner, f"the model {runner}")
             raise ValueError(f"the mode {mode} needs {what}")
     result: dict = {"modes": list(modes), "forms": list(forms), "seed": seed, "fallback": fallback, "sets": {}}
@@ -99,14 +99,14 @@ def apply_benchmark(
             for item in items:
                 for form in forms:
                     for mode in modes:
-                        rows.append({"set": set_name} | _measure(item, form, mode, appliers, fallback, seed))
+                        rows.append({"set": set_name} | _measure(item, form, mode, editors, fallback, seed))
                         bar.update()
             result["sets"][set_name] = {"rows": rows, "summary": summarize(rows, modes)}
     return result
 
 
 def merged_by(
-    item: EditItem, change: Change, mode: str, appliers: Mapping[str, Editor], fallback: bool
+    item: EditItem, change: Change, mode: str, editors: Mapping[str, Editor], fallback: bool
 ) -> tuple[str | None, tuple[str, ...], dict]:
     """What ``mode`` makes of ``change``: the text offered (None: refused), the parts it did not
     place, and the figures (what placed it; the model's)."""
@@ -121,23 +121,23 @@ def merged_by(
         merged = merge(item.before, change)
         offered = merged.text if merged.program is not None and not merged.unplaced else None
         return offered, merged.unplaced, {}
-    applier = appliers[runner]
-    if hasattr(applier, "forget"):  # the local decoder's KV cache (a server keeps its own)
-        applier.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
-    model_mode = "program" if mode in ("oracle", "pipeline") else mode
+    editor = editors[runner]
+    if hasattr(editor, "forget"):  # the local decoder's KV cache (a server keeps its own)
+        editor.forget()  # every mode cold: none reuses the prompt the mode before it evaluated
+    model_mode = "program" if mode in ("forced", "pipeline") else mode
     options = EditOptions(mode=model_mode, language=item.language, fallback=fallback)
     if mode in ("program", "pipeline"):
         try:
-            applied = apply_change(applier, item.before, change, options, shortcut=mode == "pipeline")
+            applied = apply_change(editor, item.before, change, options, shortcut=mode == "pipeline")
         except ChangeError as error:
             return None, (str(error),), {}
         result = applied.result
         shortcut = {"shortcut": answers_alone(change, applied.merged)}  # where the merge would have answered
         return (result.text if applied.complete else None), applied.unplaced, _figures(result) | shortcut
-    if mode == "oracle":
+    if mode == "forced":
         program = oracle_apply_program(item.before, item.after, change_lines(change))
         options = replace(options, mode="forced", program=program)
-    result = applier.apply(item.before, change, options)
+    result = editor.apply(item.before, change, options)
     return (result.text if result.cut is None else None), (), _figures(result)
 
 
@@ -159,23 +159,23 @@ def _figures(result: EditResult) -> dict:
 
 
 def timed_merge(
-    item: EditItem, change: Change, mode: str, appliers: Mapping[str, Editor], fallback: bool
+    item: EditItem, change: Change, mode: str, editors: Mapping[str, Editor], fallback: bool
 ) -> tuple[str | None, tuple[str, ...], dict, float]:
     """:func:`merged_by` and the seconds it took; a mode that raises gives nothing applied and the
     error among the figures (one change that breaks a mode is a row, the run goes on)."""
     started = time.perf_counter()
     try:
-        applied, unplaced, figures = merged_by(item, change, mode, appliers, fallback)
+        applied, unplaced, figures = merged_by(item, change, mode, editors, fallback)
     except Exception as error:
         applied, unplaced, figures = None, (), {"error": f"{type(error).__name__}: {error}"}
     return applied, unplaced, figures, time.perf_counter() - started
 
 
-def _measure(item: EditItem, form: str, mode: str, appliers: Mapping[str, Editor], fallback: bool, seed: int) -> dict:
+def _measure(item: EditItem, form: str, mode: str, editors: Mapping[str, Editor], fallback: bool, seed: int) -> dict:
     """One item's change of ``form``, merged by ``mode``, scored and tested."""
     built = build_change(item.before, item.after, form, item.language, random.Random(f"{seed}/{item.id}/{form}"))
     change = read_change(built.text, form)
-    applied, unplaced, figures, seconds = timed_merge(item, change, mode, appliers, fallback)
+    applied, unplaced, figures, seconds = timed_merge(item, change, mode, editors, fallback)
     scored = score(item.before, item.after, change, applied)
     verdict = run_tests(item, applied) if applied is not None else None
     return {
@@ -225,7 +225,7 @@ def summarize(rows: list[dict], modes: Sequence[str] = MODES) -> dict[str, dict]
                     if (hard := [row for row in mine if kind in row["hard"]])
                 },
             }
-            if mode in REMOTE_MODES:
+            if mode in REMOTE_APPLY_MODES:
                 summary[f"{form}/{mode}"] |= _against_local(mine, rows, mode.removeprefix("remote-"))
     return summary
 

@@ -1,5 +1,5 @@
 """The apply benchmark's changes: an edit's before and after text written as an assistant would
-write the change, in each form (:data:`~copyedit_lsp.change.FORMS`), and how a merged result is
+write the change, in each form (:data:`~copyedit_lsp.core.change.FORMS`), and how a merged result is
 scored against the gold.
 
 This builder is the benchmark's alone: the training data's changes come from another one, whose
@@ -14,9 +14,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from ..change import Change, ended, write_block, write_hunk
-from ..merge import anchors
-from ..resolver import split_lines
+from ..core.change import Change, ended, write_block, write_hunk
+from ..core.merge import anchors
+from ..core.resolver import split_lines
 
 # Elision markers as assistants write them, by comment style (the benchmark's own wordings).
 MARKERS = (

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..datasets import EditItem
+from ..common.datasets import EditItem
 
 # console.assert only logs; the tests of HumanEvalFix JS rely on it failing the run.
 JS_ASSERT = (

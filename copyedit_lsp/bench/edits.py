@@ -3,12 +3,12 @@
 Per item and mode: exact match, tests passed (or could not run: a missing dependency is not a
 wrong edit), parse rate, latency, decode steps and spliced tokens; per set and mode the aggregate,
 with the median latency ratio over ``rewrite``.  Each mode's fixed prompt prefix (system prompt
-and examples) is in the KV cache before its edit is timed (:meth:`~copyedit_lsp.edit.Editor.warm`),
+and examples) is in the KV cache before its edit is timed (:meth:`~copyedit_lsp.decode.edit.Editor.warm`),
 and nothing of another mode's edit of the same item, as in a server that has made edits before:
 latency counts the item, not the prefix.
 
 Modes named ``remote-program``, ``remote-rewrite`` and ``remote-forced`` run on an
-OpenAI-compatible completions server (:class:`~copyedit_lsp.remote.RemoteDecoder`), one request
+OpenAI-compatible completions server (:class:`~copyedit_lsp.decode.remote.RemoteDecoder`), one request
 per copy; the server's prefix cache is warmed the same way, and each is compared with its local
 mode: the same program, the same text, the latency ratio and the requests per edit.
 
@@ -35,15 +35,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..datasets import EditItem
-from ..decoder import Decoder
-from ..edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
-from ..loss import lost_code
-from ..program import ProgramError, parse_program
-from ..prompt import Layout, SourceView
-from ..region import choice_names, narrowed_scope
-from ..reports import markdown_table, side_by_side, write_json
-from ..resolver import oracle_program, split_lines
+from ..common.datasets import EditItem
+from ..common.reports import markdown_table, side_by_side, write_json
+from ..core.loss import lost_code
+from ..core.program import ProgramError, parse_program
+from ..core.resolver import oracle_program, split_lines
+from ..decode.decoder import Decoder
+from ..decode.edit import NO_SPEEDUPS, EditOptions, Editor, EditResult, Speedups
+from ..decode.prompt import Layout, SourceView
+from ..serve.region import choice_names, narrowed_scope
 from .checks import Outcome, run_tests
 
 # The decoder's speedups one at a time off (and all off), as mode suffixes: ``program-no-tags``.
@@ -218,7 +218,7 @@ def _mark_divergences(
                 continue
             assert isinstance(decoder, Decoder), "the modes with a reference mode are the local decoder's"
             options = _options(reference, item, ordered=True, examples=examples, layout=layout)
-            decoder.prepare(options.mode)
+            decoder.session.prepare(options.mode)
             start, end = regions[item.id] if options.program is None else (0, len(split_lines(item.before)))
             source = "".join(split_lines(item.before)[start:end])
             prompt = decoder.prompt(source, item.instruction, options)
@@ -296,7 +296,7 @@ def _check_modes(modes: Sequence[str], decoder: Editor | None, remote: Editor | 
 def _region(item: EditItem, editor: Editor | None, narrow: bool) -> tuple[int, int]:
     """The lines (0-based, end excluded) of ``item`` its edits cover: with ``narrow``, those the
     instruction names, or in a long text that names none the definition ``editor``'s model chooses
-    (:func:`~copyedit_lsp.region.narrowed_scope`), else all."""
+    (:func:`~copyedit_lsp.serve.region.narrowed_scope`), else all."""
     if not narrow:
         return 0, len(split_lines(item.before))
     names = choice_names(item.before, item.language, item.instruction)

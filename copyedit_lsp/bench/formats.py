@@ -16,10 +16,10 @@ import difflib
 import re
 from collections.abc import Callable
 
-from ..datasets import EditItem
-from ..program import parse_program
-from ..reports import markdown_table
-from ..resolver import oracle_program, resolve, split_lines
+from ..common.datasets import EditItem
+from ..common.reports import markdown_table
+from ..core.program import parse_program
+from ..core.resolver import oracle_program, resolve, split_lines
 
 FORMATS = ("program", "search/replace", "unified diff", "rewrite")
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH\n", "=======\n", ">>>>>>> REPLACE\n"

@@ -3,7 +3,7 @@ and through the guard against lost code.
 
 A set whose gold answers fail its tests would count right edits as wrong, so a set is checked before
 figures from it are trusted; a guard that refuses gold answers would refuse right edits
-(:mod:`~copyedit_lsp.loss`). Gold answers whose tests could not run need packages first (the
+(:mod:`~copyedit_lsp.core.loss`). Gold answers whose tests could not run need packages first (the
 ``[bench]`` extra for Python, ``make bench-npm`` for JavaScript)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from ..datasets import EditItem
-from ..loss import lost_code
+from ..common.datasets import EditItem
+from ..core.loss import lost_code
 from .checks import Outcome, Verdict, run_tests
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..datasets import load_items
-from ..reports import markdown_table, write_json
+from ..common.datasets import load_items
+from ..common.reports import markdown_table, write_json
 
 SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 CEILING_BASIS = "peak batched tok/s over the spans / median one-at-a-time tok/s"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..lsp_client import ServerSession
-from ..reports import markdown_table
+from ..common.reports import markdown_table
+from ..serve.lsp_client import ServerSession
 
 EDIT_SOURCE = '''def mean(values):
     """Return the arithmetic mean of values."""

@@ -12,8 +12,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..models import MODELS, ModelError, resolve_model, sha256_file
-from ..selector import resolve_selector
+from ..decode.models import MODELS, ModelError, resolve_model, sha256_file
+from ..decode.selector import resolve_selector
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CPU_FLAGS = ("avx", "avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "f16c", "fma")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..reports import markdown_table
+from ..common.reports import markdown_table
 from . import kernel
 from .manifest import run_manifest, write_manifest
 from .random_model import SHAPES, Shape, transformers_config, write_gguf
@@ -102,7 +102,7 @@ class TorchModel:
 
 def _open_llama(shape: Shape, args: argparse.Namespace, folder: Path):
     """The llama.cpp model of ``shape`` (its random GGUF written to ``folder`` first)."""
-    from ..llama_model import LlamaModel
+    from ..decode.llama_model import LlamaModel
 
     path = write_gguf(shape, folder / f"qwen2.5-{shape.name}-random.gguf")
     try:

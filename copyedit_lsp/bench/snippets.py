@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from ..change import read_change
-from ..datasets import EditItem, load_items
-from ..reports import markdown_table, write_json
+from ..common.datasets import EditItem, load_items
+from ..common.reports import markdown_table, write_json
+from ..core.change import read_change
 from .apply import timed_merge
 from .changes import MARKERS, score
 
 if TYPE_CHECKING:
-    from ..edit import Editor
+    from ..decode.edit import Editor
 
 LANGUAGES = ("python", "javascript", "typescript")
 STYLES = (
@@ -432,7 +432,7 @@ def build_cases(
 
 
 def snippets_benchmark(
-    cases: list[SnippetCase], *, modes: Sequence[str], appliers: Mapping[str, Editor], progress: bool = True
+    cases: list[SnippetCase], *, modes: Sequence[str], editors: Mapping[str, Editor], progress: bool = True
 ) -> dict:
     """Each case's snippet merged by each mode (:data:`~copyedit_lsp.bench.apply.MODES`), case
     by case, scored against the module it should make; rows and a summary per style."""
@@ -442,7 +442,7 @@ def snippets_benchmark(
         for case in cases:
             change = read_change(case.snippet)
             for mode in modes:
-                applied, _, figures, seconds = timed_merge(case.item(), change, mode, appliers, fallback=True)
+                applied, _, figures, seconds = timed_merge(case.item(), change, mode, editors, fallback=True)
                 scored = score(case.before, case.after, change, applied)
                 rows.append(
                     {"id": case.id, "style": case.style, "language": case.language, "mode": mode, "form": change.form,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import difflib
 import random
 
-from ..change import ended, write_block, write_hunk
-from ..resolver import split_lines
+from ..core.change import ended, write_block, write_hunk
+from ..core.resolver import split_lines
 
 # Elision markers of the training data (never the benchmark's wordings).
 MARKERS = (

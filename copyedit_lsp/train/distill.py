@@ -13,10 +13,10 @@ import random
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..edit import EditOptions
-from ..program import Copy
-from ..resolver import oracle_program
-from ..scope import syntax_errors
+from ..core.program import Copy
+from ..core.resolver import oracle_program
+from ..core.scope import syntax_errors
+from ..decode.edit import EditOptions
 from .data import Example, Region
 
 INSTRUCTIONS = {

@@ -21,9 +21,10 @@ import re
 import textwrap
 from collections.abc import Callable
 
-from ..resolver import split_lines
-from ..scope import Definition, definitions, parse, syntax_errors
-from .data import NEW_NAMES, PHRASES, Example, Region, inject_bug, intent, strip_docstring, strip_types
+from ..core.resolver import split_lines
+from ..core.scope import Definition, definitions, parse, syntax_errors
+from .bugs import inject_bug
+from .data import NEW_NAMES, PHRASES, Example, Region, intent, strip_docstring, strip_types
 
 WINDOW_LINES = (40, 150)
 MODULE_KINDS = ("module-bug", "module-rename", "module-docstrings", "module-types", "module-constant", "module-add")

@@ -20,11 +20,11 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ..change import change_lines, ended_text, read_change
-from ..models import sha256_file
-from ..prompt import ChatTemplate
-from ..reports import markdown_table
-from ..resolver import oracle_apply_program, oracle_program
+from ..common.reports import markdown_table
+from ..core.change import change_lines, ended_text, read_change
+from ..core.resolver import oracle_apply_program, oracle_program
+from ..decode.models import sha256_file
+from ..decode.prompt import ChatTemplate
 from .changes import draw_form, training_change
 from .data import (
     Example,
@@ -85,7 +85,7 @@ def build_examples(plan: TrainPlan, model_path: Path, progress: bool = True) -> 
         files = sources(plan.node_modules)
         examples = build(plan.recipe, files, forbidden, progress=bar.update)
     if plan.distill or plan.distill_fixes:
-        from ..decoder import Decoder
+        from ..decode.decoder import Decoder
         from .distill import distill, distill_fixes
 
         decoder = Decoder.load(str(model_path), n_threads=plan.options.threads, selector="none")  # the base model
@@ -137,7 +137,7 @@ def as_applies(examples: list[Example], plan: TrainPlan) -> list[Example]:
 
 def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) -> list[dict]:
     """Each edit as tokens and loss mask (cached in ``sequences.jsonl``)."""
-    from ..llama_model import Vocabulary
+    from ..decode.llama_model import Vocabulary
 
     path = plan.out / "sequences.jsonl"
     if path.exists():
@@ -181,7 +181,7 @@ def build_sequences(plan: TrainPlan, examples: list[Example], model_path: Path) 
 
 def _apply_sequence(example: Example, template: ChatTemplate, vocab) -> tuple[list[int], TrainingSequence]:
     """An apply's prompt and its oracle apply program as the decoder runs them (the file's lines
-    ended: :func:`~copyedit_lsp.change.ended_text`)."""
+    ended: :func:`~copyedit_lsp.core.change.ended_text`)."""
     change = read_change(example.change, example.kind.removeprefix("apply-"))
     before, after = ended_text(example.before), ended_text(example.after)
     prompt = template.apply_prompt(before, change, mode="program", language=example.language)
@@ -297,8 +297,8 @@ def model_card(facts: dict, command: str) -> str:
 
 def run(plan: TrainPlan, progress: bool = True) -> dict:
     """Every step of the plan; returns the card (also written to ``card.json``)."""
-    from ..llama_model import Vocabulary
-    from ..models import resolve_model
+    from ..decode.llama_model import Vocabulary
+    from ..decode.models import resolve_model
     from .lora import plot_loss, train
 
     plan.out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """A training sequence: the program prompt and the oracle program exactly as the decoder runs them.
 
-The answer is laid out token by token the way :class:`~copyedit_lsp.decoder.Decoder` puts it in
+The answer is laid out token by token the way :class:`~copyedit_lsp.decode.decoder.Decoder` puts it in
 the context: each op's pieces tokenized apart (the op opening, single-token digits, the dash and
 ``"/>\\n``), a copy's lines spliced after its tag as :meth:`SourceView.span` gives them, a gen's
 body and ``</gen>`` as the model writes them.  Only the tokens the model *chooses* at inference
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..change import Change
-from ..grammar import copy_reach, copyable_from, digit_choices
-from ..program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, op_kind
-from ..prompt import SourceView, as_model_sees, change_view
-from ..resolver import merged, split_lines
-from ..tokens import ProgramTokens
+from ..core.change import Change
+from ..core.grammar import copy_reach, copyable_from, digit_choices
+from ..core.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, op_kind
+from ..core.resolver import merged, split_lines
+from ..decode.prompt import SourceView, as_model_sees, change_view
+from ..decode.tokens import ProgramTokens
 
 Tokenize = Callable[[str], list[int]]
 

@@ -63,12 +63,12 @@ function valid(value: unknown, setting: Setting): boolean {
   );
 }
 
-/** How to start the server: `copyedit.server.command`, else `<pythonPath> -m copyedit_lsp.server`.
+/** How to start the server: `copyedit.server.command`, else `<pythonPath> -m copyedit_lsp.serve.server`.
  * `${workspaceFolder}` is replaced and a relative program path is taken from `root`.
  * The result is the client's Executable: stdio without a `transport`, which would add `--stdio`. */
 export function serverCommand(config: Config, root?: string): { command: string; args: string[] } {
   const given = (config.serverCommand ?? []).filter((part) => typeof part === "string" && part !== "");
-  const parts = given.length > 0 ? given : [config.pythonPath || "python3", "-m", "copyedit_lsp.server"];
+  const parts = given.length > 0 ? given : [config.pythonPath || "python3", "-m", "copyedit_lsp.serve.server"];
   const [program, ...args] = parts.map((part) => (root ? part.split("${workspaceFolder}").join(root) : part));
   const relative = root !== undefined && /[\\/]/.test(program) && !path.isAbsolute(program);
   return { command: relative ? path.resolve(root, program) : program, args };

@@ -1,6 +1,6 @@
-// Written by `copyedit settings write` from copyedit_lsp/config.py: do not edit by hand.
+// Written by `copyedit settings write` from copyedit_lsp/serve/config.py: do not edit by hand.
 
-/** The server's settings (camelCase keys of copyedit_lsp.config.Settings). */
+/** The server's settings (camelCase keys of copyedit_lsp.serve.config.Settings). */
 export interface ServerSettings {
   model?: string;
   mode?: string;

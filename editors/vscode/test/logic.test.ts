@@ -12,13 +12,13 @@ const root = path.resolve(__dirname, "..", "..");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 const properties: Record<string, { default: unknown; markdownDeprecationMessage?: string }> = manifest.contributes.configuration.properties;
 
-/** The server's defaults as camelCase keys, read from copyedit_lsp/config.py by the project's Python. */
+/** The server's defaults as camelCase keys, read from copyedit_lsp/serve/config.py by the project's Python. */
 function serverDefaults(): Record<string, unknown> {
   const repository = path.resolve(root, "..", "..");
   const python = process.env.COPYEDIT_PYTHON ?? path.join(repository, ".venv", "bin", "python");
   const script = [
     "import dataclasses, json",
-    "from copyedit_lsp.config import Settings",
+    "from copyedit_lsp.serve.config import Settings",
     "camel = lambda name: name.split('_')[0] + ''.join(p.title() for p in name.split('_')[1:])",
     "print(json.dumps({camel(f.name): getattr(Settings(), f.name) for f in dataclasses.fields(Settings)}))",
   ].join("\n");
@@ -78,7 +78,7 @@ describe("settings -> initializationOptions", () => {
     );
   });
 
-  test("package.json defaults map to the server's defaults (copyedit_lsp/config.py)", () => {
+  test("package.json defaults map to the server's defaults (copyedit_lsp/serve/config.py)", () => {
     const defaults: logic.Config = {};
     for (const setting of SETTINGS) defaults[setting.key] = properties[`copyedit.${setting.key}`].default;
     const options = logic.initializationOptions(defaults);
@@ -110,18 +110,18 @@ describe("settings -> initializationOptions", () => {
 });
 
 describe("server command", () => {
-  test("default: python3 -m copyedit_lsp.server, with no transport (the server takes no --stdio)", () => {
-    assert.deepEqual(logic.serverCommand({}), { command: "python3", args: ["-m", "copyedit_lsp.server"] });
+  test("default: python3 -m copyedit_lsp.serve.server, with no transport (the server takes no --stdio)", () => {
+    assert.deepEqual(logic.serverCommand({}), { command: "python3", args: ["-m", "copyedit_lsp.serve.server"] });
     assert.deepEqual(logic.serverCommand({ serverCommand: [], pythonPath: "" }), {
       command: "python3",
-      args: ["-m", "copyedit_lsp.server"],
+      args: ["-m", "copyedit_lsp.serve.server"],
     });
   });
 
   test("pythonPath", () => {
     assert.deepEqual(logic.serverCommand({ pythonPath: "/opt/py/bin/python" }), {
       command: "/opt/py/bin/python",
-      args: ["-m", "copyedit_lsp.server"],
+      args: ["-m", "copyedit_lsp.serve.server"],
     });
   });
 
@@ -135,7 +135,7 @@ describe("server command", () => {
   test("${workspaceFolder} and relative program paths resolve against the folder", () => {
     assert.deepEqual(logic.serverCommand({ pythonPath: ".venv/bin/python" }, "/w/proj"), {
       command: "/w/proj/.venv/bin/python",
-      args: ["-m", "copyedit_lsp.server"],
+      args: ["-m", "copyedit_lsp.serve.server"],
     });
     assert.deepEqual(logic.serverCommand({ serverCommand: ["${workspaceFolder}/bin/lsp", "--log-file", "${workspaceFolder}/l"] }, "/w"), {
       command: "/w/bin/lsp",
