@@ -190,9 +190,11 @@ lint: setup $(LINT_NPM_STAMP)
 	$(BIN)/copyedit settings check
 	lint/node_modules/.bin/jscpd --config lint/.jscpd.json copyedit_lsp tests editors
 
-# The inner loop: lint, types and every test that needs no model and starts no server.
+# The inner loop: lint, types and every test that needs no model and starts no server, the property
+# tests drawing a tenth of their examples and the sweeps over whole edit sets a sample
+# (tests/quick.py); make test runs them in full.
 check: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not model and not server and not gpu"
+	COPYEDIT_QUICK=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not model and not server and not gpu"
 
 # Every test runs: a skip fails the run (COPYEDIT_NO_SKIP), each test has pytest-timeout's limit
 # (pyproject.toml), and the slowest are listed.

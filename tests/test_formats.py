@@ -4,6 +4,7 @@ from collections import Counter
 
 import pytest
 from hypothesis import event, given, settings
+from quick import examples
 from strategies import edits
 
 from copyedit_lsp.bench.formats import (
@@ -21,7 +22,7 @@ from copyedit_lsp.common.datasets import load_items
 from copyedit_lsp.core.resolver import split_lines
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(edits())
 def test_unified_diff_round_trips_every_edit(pair):
     before, after = pair
@@ -33,7 +34,7 @@ def _terminated(text: str) -> str:
     return text if not text or text.endswith(("\n", "\r")) else text + "\n"
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(edits())
 def test_search_replace_applies_its_blocks_or_says_why(pair):
     """Blocks apply cleanly unless an anchor is ambiguous (first match), nothing can be anchored, or the

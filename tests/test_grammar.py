@@ -7,6 +7,7 @@ import llama_cpp.llama_cpp as llama
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from quick import examples
 from strategies import programs
 from test_program import damaged_programs
 
@@ -142,7 +143,7 @@ def _parses(text: str, n: int) -> bool | None:
     return None if ordered != text and accepted(ordered) else False
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(programs().map(lambda p: p.to_text()), damaged_programs()))
 def test_grammar_and_parser_agree_on_generated_programs(gbnf, text):
     assume(gbnf.round_trips(text))

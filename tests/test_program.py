@@ -5,6 +5,7 @@ from collections import Counter
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from quick import examples
 from strategies import FRAGMENTS, programs
 
 from copyedit_lsp.core.program import RESERVED, Copy, Gen, Program, ProgramError, escape, parse_program, unescape
@@ -73,13 +74,13 @@ def test_an_unescaped_opening_in_a_gen_is_malformed(opening):
     assert escaped == Program((Gen(f"  x {opening}\n"),))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(programs())
 def test_print_parse_round_trip(program):
     assert parse_program(program.to_text()) == program
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4))).map("".join))
 def test_escape_is_reversible_and_hides_reserved_strings(text):
     escaped = escape(text)
@@ -108,7 +109,7 @@ def test_malformed_programs_raise_only_program_error():
     happen (a run where everything is refused would prove nothing of what is accepted)."""
     outcomes = Counter()
 
-    @settings(max_examples=3000, deadline=None)
+    @settings(max_examples=examples(3000), deadline=None)
     @given(st.one_of(damaged_programs(), st.text(max_size=40)))
     def check(text):
         try:

@@ -6,6 +6,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 from strategies import documents, edits
 
 from copyedit_lsp.common.datasets import PRESETS, load_items
@@ -62,7 +63,7 @@ def test_oracle_of_identical_texts_is_one_copy_and_of_empty_is_empty():
     assert oracle_program("", "x") == Program((Gen("x"),))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(edits())
 def test_oracle_round_trip(pair):
     before, after = pair
@@ -76,7 +77,7 @@ def test_oracle_round_trip(pair):
     )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(edits())
 def test_text_edits_of_oracle_apply_and_touch_only_changed_lines(pair):
     before, after = pair
@@ -91,7 +92,7 @@ def test_text_edits_of_oracle_apply_and_touch_only_changed_lines(pair):
             assert old[0] != new[0] and old[-1] != new[-1]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(documents())
 def test_identity_program_has_no_edits(text):
     n = len(split_lines(text))
@@ -136,7 +137,7 @@ LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "}\n", "\n"]), max_size=1
 
 
 @given(LINES, LINES)
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_an_alignment_turns_one_line_list_into_the_other(a, b):
     """Its common first and last lines set aside, the alignment still writes ``b`` from ``a``, each
     equal run equal, and matches those common lines."""
