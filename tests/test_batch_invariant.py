@@ -17,7 +17,7 @@ from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parent.parent
 EXACT_PYTHON = ROOT / ".venv-exact" / "bin" / "python"
-SPEEDUP_MODES = "program,program-plain,program-no-force,program-no-merge,program-no-tags,program-no-gens"
+SPEEDUP_MODES = "program,program-plain,program-no-force,program-no-batch,program-no-tags,program-no-gens"
 
 LOGITS_BY_SPLIT = """
 import json, sys

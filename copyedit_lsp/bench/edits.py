@@ -50,7 +50,7 @@ from .checks import Outcome, run_tests
 ABLATIONS: dict[str, Speedups] = {
     "plain": NO_SPEEDUPS,
     "no-force": Speedups(force=False),
-    "no-merge": Speedups(merge=False),
+    "no-batch": Speedups(batch=False),
     "no-tags": Speedups(draft_tags=False),
     "no-gens": Speedups(draft_gens=False),
 }

@@ -386,7 +386,7 @@ def _add_bench_edits(bench) -> None:
         default="program,program-none,rewrite,lookup,forced",
         help="comma-separated: program, program-none, rewrite, lookup, forced, chat (the model asked "
         "plainly: the whole file, code first, no examples); program and forced also with one speedup "
-        "off (-no-force, -no-merge, -no-tags, -no-gens) or all off (-plain); "
+        "off (-no-force, -no-batch, -no-tags, -no-gens) or all off (-plain); "
         "remote-program, remote-rewrite, remote-forced on the --remote-url server",
     )
     edits.add_argument("--seed", type=int, help="shuffle each set's items with this seed (before --limit applies)")

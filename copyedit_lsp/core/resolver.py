@@ -106,7 +106,7 @@ def oracle_program(before: str, after: str) -> Program:
             ops.append(Copy(i1 + 1, i2))
         elif j2 > j1:  # replace or insert; a delete emits nothing
             ops.append(Gen("".join(b[j1:j2])))
-    return Program(tuple(merged(ops)))
+    return Program(tuple(joined(ops)))
 
 
 def oracle_apply_program(before: str, after: str, change: Sequence[str]) -> Program:
@@ -132,7 +132,7 @@ def _runs_first(before: str, after: str, change: Sequence[str]) -> Program:
         if size:
             ops.append(ChangeCopy(c1 + 1, c1 + size))
         done = j1 + size
-    return Program(tuple(merged(ops)))
+    return Program(tuple(joined(ops)))
 
 
 _SHORT = 4  # a change line shorter than this, stripped, does not make a run worth copying from the change
@@ -162,7 +162,7 @@ def _edges_from_file(program: Program, lines: list[str], change: Sequence[str]) 
                 after, end = Copy(after.start - 1, after.end), end - 1
             ops[index + 1] = after
         ops[index] = ChangeCopy(start, end) if start <= end else Gen("")
-    return Program(tuple(merged([op for op in ops if op != Gen("")])))
+    return Program(tuple(joined([op for op in ops if op != Gen("")])))
 
 
 def _same_kept(line: str, other: str) -> bool:
@@ -184,18 +184,18 @@ def _from_file(ops: list[Op], lines: list[str], cursor: int, new: list[str]) -> 
     return max(cursor, last)
 
 
-def merged(ops: list[Op]) -> list[Op]:
-    """Merge adjacent copies of consecutive lines (of one source) and adjacent gens."""
-    merged: list[Op] = []
+def joined(ops: list[Op]) -> list[Op]:
+    """Adjacent copies of consecutive lines (of one source) joined into one, and adjacent gens."""
+    ops_joined: list[Op] = []
     for op in ops:
-        last = merged[-1] if merged else None
+        last = ops_joined[-1] if ops_joined else None
         if isinstance(op, Copy | ChangeCopy) and type(last) is type(op) and last.end + 1 == op.start:
-            merged[-1] = type(op)(last.start, op.end)
+            ops_joined[-1] = type(op)(last.start, op.end)
         elif isinstance(op, Gen) and isinstance(last, Gen):
-            merged[-1] = Gen(last.text + op.text)
+            ops_joined[-1] = Gen(last.text + op.text)
         else:
-            merged.append(op)
-    return merged
+            ops_joined.append(op)
+    return ops_joined
 
 
 @dataclass(frozen=True)

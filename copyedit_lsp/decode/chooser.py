@@ -23,7 +23,7 @@ def choose(session: ModelSession, source: str, instruction: str, language: str, 
     session.make_room(len(prompt) + 64)
     if len(prompt) + 64 > session.llama.n_ctx:
         raise ContextOverflow(f"the file ({len(prompt)} tokens with the question) does not fit the context")
-    run = TokenRun(session.llama, EditWatch(EditStats(mode="choice"), None, None), force=True, merge=True)
+    run = TokenRun(session.llama, EditWatch(EditStats(mode="choice"), None, None), force=True, batch=True)
     run.prefill(prompt)
     pieces = {name: session.llama.tokenize(f"{name}`") for name in (*names, WHOLE_FILE)}
     chosen = PieceTrie(pieces).walk(run, None)

@@ -194,7 +194,7 @@ class Decoder:
         self.session.prepare(options.mode, task="apply" if change is not None else "edit")
         started = time.perf_counter()
         watch = EditWatch(EditStats(mode=options.mode, splice=options.splice), stop, on_progress)
-        run = TokenRun(self.llama, watch, force=options.speedups.force, merge=options.speedups.merge)
+        run = TokenRun(self.llama, watch, force=options.speedups.force, batch=options.speedups.batch)
         if options.mode in ("rewrite", "lookup"):
             copied = source + change.text(1, len(change.lines)) if change is not None else None
             fenced = change is not None or options.prompt_layout.fence

@@ -137,7 +137,7 @@ class Speedups:
     """The local decoder's CPU optimisations, each lossless in exact arithmetic and on by default.
 
     * ``force``: tokens the grammar leaves no choice about cost no decode step of their own;
-    * ``merge``: forced pieces, a copy's spliced lines and what follows them up to the next
+    * ``batch``: forced pieces, a copy's spliced lines and what follows them up to the next
       choice are evaluated in one batch (off: each piece and each splice on its own);
     * ``draft_tags``: the next op's tag is guessed (after a gen, a copy from the line after what
       it rewrote to the end; after a copy, a gen) and verified in the same batch, so the op, its
@@ -149,12 +149,12 @@ class Speedups:
     """
 
     force: bool = True
-    merge: bool = True
+    batch: bool = True
     draft_tags: bool = True
     draft_gens: bool = True
 
 
-NO_SPEEDUPS = Speedups(force=False, merge=False, draft_tags=False, draft_gens=False)
+NO_SPEEDUPS = Speedups(force=False, batch=False, draft_tags=False, draft_gens=False)
 
 # The least probability a copied token may have under the model unless it is the model's first
 # choice (EditOptions.copy_check), chosen on synthetic training-style edits, never on evaluation data.

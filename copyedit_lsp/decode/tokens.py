@@ -166,12 +166,12 @@ class TokenRun:
     there: no step) or replaces the rest of the draft, which leaves the cache.
     """
 
-    def __init__(self, llama: LlamaModel, watch: EditWatch, *, force: bool, merge: bool):
+    def __init__(self, llama: LlamaModel, watch: EditWatch, *, force: bool, batch: bool):
         self.llama = llama
         self.watch = watch
         self.stats = watch.stats
         self.free_forced = force
-        self.merge = merge
+        self.batch = batch
         self.pending: list[int] = []
         self.pending_splice = 0  # how many pending tokens are spliced text
         self.logits: np.ndarray | None = None  # after the last cached token, valid when nothing is pending
@@ -207,9 +207,9 @@ class TokenRun:
 
     def force(self, tokens: Sequence[int]) -> None:
         """Tokens the grammar leaves no choice about: fed with the next evaluation (``force``), or
-        each at the cost of a step; with ``merge`` off, a piece is evaluated on its own."""
+        each at the cost of a step; with ``batch`` off, a piece is evaluated on its own."""
         self.stats.forced_tokens += len(tokens)
-        if not self.merge:
+        if not self.batch:
             self.flush()
         for token in tokens:
             if not self.free_forced:
@@ -219,13 +219,13 @@ class TokenRun:
     def splice(self, tokens: Sequence[int]) -> None:
         """A closed copy's lines: evaluated in one batch with what is pending around them."""
         self._count_splice(tokens)
-        if not self.merge:
+        if not self.batch:
             self.flush()
         before = len(self.pending)
         for token in tokens:
             self._take(token)
         self.pending_splice += len(self.pending) - before
-        if not self.merge:
+        if not self.batch:
             self.flush()
 
     def checked_splice(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..core.change import Change
 from ..core.grammar import copy_reach, copyable_from, digit_choices
 from ..core.program import GEN_CLOSE, ChangeCopy, Copy, Gen, Program, op_kind
-from ..core.resolver import merged, split_lines
+from ..core.resolver import joined, split_lines
 from ..decode.prompt import SourceView, as_model_sees, change_view
 from ..decode.tokens import ProgramTokens
 
@@ -96,7 +96,7 @@ def widened(program: Program, source: str, lines: int) -> Program:
         if kept >= op.start:
             ops.append(Copy(op.start, kept))
         ops.append(Gen("".join(text[kept : op.end])))
-    return Program(tuple(merged(ops)))
+    return Program(tuple(joined(ops)))
 
 
 def _walk(sequence: TrainingSequence, kinds: dict[str, list[int]], kind: str) -> None:
