@@ -59,7 +59,8 @@ def test_apply_refuses_an_edit_that_loses_code_unless_allow_loss(tmp_path, tiny_
     assert refused.returncode == 4, refused.stderr
     printed = json.loads(refused.stdout)
     assert printed["loss"]["definitions"] == ["area", "perimeter"]
-    assert "the edit loses code: it drops lines 4-9; area, perimeter" in refused.stderr
+    said = next(line for line in refused.stderr.splitlines() if "the edit loses code: it drops" in line)
+    assert "area, perimeter" in said  # the lines it counts are the tiny model's and vary with the CPU's kernels
     assert "nothing was written (--allow-loss takes it)" in refused.stderr and path.read_text() == SHAPES
     allowed = apply(path, "Shorten describe.", "--whole-file", "--allow-loss", "--no-syntax-guard")
     assert allowed.returncode == 0, allowed.stderr

@@ -267,7 +267,7 @@ def test_second_edit_reuses_the_prompt_prefix(tiny):
         == second.stats.prefill_tokens + second.stats.prefix_reused_tokens
     )
     examples = rewrite_messages("", "", "python")[:-1]  # the system prompt (rewrite has no examples)
-    shared = tiny.llama.tokenize(tiny.template.render(examples, ""), special=True)
+    shared = tiny.llama.tokenize(tiny.session.template.render(examples, ""), special=True)
     assert second.stats.prefix_cache_hit
     assert second.stats.prefix_reused_tokens >= len(shared) - 2  # system prompt and examples not re-evaluated
     assert second.stats.prefill_tokens < first.stats.prefill_tokens + first.stats.prefix_reused_tokens // 2
@@ -536,7 +536,7 @@ def test_an_apply_drafted_from_the_merge_writes_what_the_model_chooses_in_fewer_
         steps[True] += drafted.stats.decode_steps
         steps[False] += undrafted.stats.decode_steps
         if drafted.tokens != undrafted.tokens:
-            prompt = selector.template.apply_prompt(item.before, change, mode="program", language="python")
+            prompt = selector.session.template.apply_prompt(item.before, change, mode="program", language="python")
             near_tie(selector, selector.llama.tokenize(prompt, special=True), undrafted.tokens, drafted.tokens)
     assert steps[True] < steps[False]
 
