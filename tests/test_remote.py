@@ -30,6 +30,7 @@ from copyedit_lsp.decode.decoder import Decoder
 from copyedit_lsp.decode.edit import CUTS, EditOptions
 from copyedit_lsp.decode.llama_model import LlamaModel
 from copyedit_lsp.decode.remote import RemoteDecoder
+from copyedit_lsp.decode.session import ModelSession
 from copyedit_lsp.serve.config import Settings, updated
 from copyedit_lsp.serve.textedits import apply_lsp_edits
 from copyedit_lsp.serve.worker import Worker, endpoint
@@ -49,7 +50,7 @@ def llama_server(default_model_path, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_decoder(default_model_path):
-    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
     yield decoder
     decoder.close()
 
@@ -427,7 +428,7 @@ def test_the_remote_backend_runs_without_llama_cpp_python():
         "editor = open_editor(Settings(backend='remote', remote_url=sys.argv[1]))\n"
         "result = editor.edit('x = 1\\ny = 2\\n', 'Keep the first line.')\n"
         "print(json.dumps({'text': result.text, 'program': result.program.to_text(), 'prompt': editor._prompt("
-        "'a\\n', 'Probe.', __import__('copyedit_lsp.decode.edit').edit.EditOptions())}))\n"
+        "'a\\n', 'Probe.', __import__('copyedit_lsp.decode.edit').decode.edit.EditOptions())}))\n"
     )
     try:
         run = subprocess.run(

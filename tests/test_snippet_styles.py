@@ -15,6 +15,7 @@ from copyedit_lsp.decode.edit import EditOptions
 from copyedit_lsp.decode.fast_apply import apply_change
 from copyedit_lsp.decode.llama_model import LlamaModel
 from copyedit_lsp.decode.remote import RemoteDecoder
+from copyedit_lsp.decode.session import ModelSession
 
 CASES = build_cases(per_style=3, seed=5)
 
@@ -65,7 +66,7 @@ def test_where_structure_leaves_a_choice_only_the_model_chooses():
 
 @pytest.mark.model
 def test_the_model_chooses_the_likeliest_placement_in_one_pass_per_candidate(tiny_model_path):
-    decoder = Decoder(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(tiny_model_path, n_ctx=4096, n_threads=2)))
     change = read_change(SNIPPET)
     texts = [merged.text for merged in placements(TWICE, change, "python")]
     scores = decoder.rank(TWICE, change, texts, EditOptions(language="python"))

@@ -28,6 +28,7 @@ from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError, Vocabul
 from copyedit_lsp.decode.models import ModelError
 from copyedit_lsp.decode.prompt import ChatTemplate, SourceView
 from copyedit_lsp.decode.selector import resolve_selector
+from copyedit_lsp.decode.session import ModelSession
 from copyedit_lsp.train.data import (
     INTENT_PHRASES,
     Example,
@@ -183,7 +184,7 @@ def test_three_lines_of_a_canitedit_item_reindented_are_a_leak():
 def test_training_sequence_is_what_the_decoder_runs(default_model_path):
     """Forced mode on the real model puts exactly the sequence's tokens in the context, and the
     loss mask marks exactly as many tokens as the decoder chooses."""
-    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
     vocab = Vocabulary(default_model_path)
     try:
         template = ChatTemplate(vocab.metadata)
@@ -217,7 +218,7 @@ APPLY_EDITS = [
 @pytest.mark.model
 def test_apply_training_sequence_is_what_the_decoder_runs(default_model_path):
     """The same for apply programs: change copies spliced from the change's lines, in order."""
-    decoder = Decoder(LlamaModel(default_model_path, n_ctx=4096, n_threads=2))
+    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
     vocab = Vocabulary(default_model_path)
     try:
         for before, given, after in APPLY_EDITS:
