@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -772,7 +773,11 @@ async def test_a_result_with_more_syntax_errors_is_refused_with_why(tiny_program
     assert apply_lsp_edits(ADD_JS, change.edits) == result["text"]
 
 
-LOSS = "the edit loses code: it drops lines 4-9; area, perimeter (4 lines) that the instruction does not ask to drop"
+# The lost definitions the message names; the lines it counts are the tiny model's, which vary with
+# the CPU's kernels.
+LOSS = re.compile(
+    r"the edit loses code: it drops (lines [\d-]+; )?area, perimeter \(\d+ lines\) that the instruction does not ask to drop"
+)
 
 
 async def test_an_edit_that_loses_code_is_offered_only_when_the_user_takes_it(tiny_program):
@@ -789,13 +794,14 @@ async def test_an_edit_that_loses_code_is_offered_only_when_the_user_takes_it(ti
     arguments = {"uri": uri, "range": everything, "instruction": "Shorten describe."}
     client.choices = ["Discard"]
     refused = await run_edit(client, arguments)
-    assert refused["applied"] is False and refused["reason"] == LOSS, refused
+    assert refused["applied"] is False and LOSS.fullmatch(refused["reason"]), refused
+    said = refused["reason"]
     assert refused["loss"]["definitions"] == ["area", "perimeter"] and "def area" not in refused["text"]
     (asked,) = client.asked
-    assert asked.message == f"copyedit: {LOSS}" and [a.title for a in asked.actions] == ["Review it anyway", "Discard"]
-    assert client.applied == [] and ended(client) == f"not applied: {LOSS}"
+    assert asked.message == f"copyedit: {said}" and [a.title for a in asked.actions] == ["Review it anyway", "Discard"]
+    assert client.applied == [] and ended(client) == f"not applied: {said}"
     unanswered = await run_edit(client, arguments)  # the user closed the message: no action
-    assert unanswered["applied"] is False and unanswered["reason"] == LOSS and len(client.asked) == 2
+    assert unanswered["applied"] is False and unanswered["reason"] == said and len(client.asked) == 2
     client.choices = ["Review it anyway"]
     taken = await run_edit(client, arguments)
     assert taken["applied"] is True and taken["text"] == refused["text"] and taken["loss"] == refused["loss"]
