@@ -5,7 +5,7 @@ import json
 import shutil
 
 import pytest
-from quick import sample
+from quick import SAMPLE
 
 from copyedit_lsp.bench.checks import Outcome
 from copyedit_lsp.bench.gold import check_gold
@@ -18,7 +18,7 @@ from copyedit_lsp.core.loss import lost_code
 @pytest.mark.parametrize("preset", EDIT_SETS)
 def test_every_gold_answer_of_the_shared_sets_passes(preset):
     """JavaScript/162 needs the npm package js-md5 (make bench-npm)."""
-    items = load_items(preset, limit=sample())
+    items = load_items(preset, limit=SAMPLE)
     if items[0].language == "javascript" and shutil.which("node") is None:
         pytest.skip("node is not installed")
     check = check_gold(items, progress=False)
