@@ -16,7 +16,9 @@ from pathlib import Path
 
 BEGIN = "<!-- The figures table is written by `copyedit bench index`: do not edit it by hand. -->"
 END = "<!-- End of the figures table. -->"
-MODES = ("program", "rewrite", "forced")
+# The columns: the model asked plainly (bench mode ``chat``, the baseline), then the product's modes.
+BASELINE = "chat"
+MODES = ("program", "rewrite", "lookup")
 
 
 @dataclass(frozen=True)
@@ -37,23 +39,17 @@ FIGURES = (
 
 
 def figures_table(docs: Path) -> str:
-    """The Markdown table of :data:`FIGURES`: tests passed per mode, of the items whose tests ran (the better of program and
-    rewrite in bold), program mode's median speedup over rewrite, and a link to the run (its
-    commit), the links' definitions below the table."""
-    rows = ["| set | model | selector | program | rewrite | forced | speed | run |"]
-    rows.append("|---|---|---|---:|---:|---:|---:|---|")
+    """The Markdown table of :data:`FIGURES`: tests passed, of the items whose tests ran, by the
+    model asked plainly and by each of :data:`MODES` (the best of these in bold), program mode's
+    median speedup over rewrite, and a link to the run (its commit), the links' definitions below
+    the table."""
+    rows = ["| set | model | selector | asked plainly | program | rewrite | lookup | speed | run |"]
+    rows.append("|---|---|---|---:|---:|---:|---:|---:|---|")
     links = []
     for number, figure in enumerate(FIGURES, 1):
         manifest, summary = _run(docs, figure)
-        passed = {mode: summary[mode]["passed"] for mode in MODES if mode in summary}
-        best = max(passed.get("program", -1), passed.get("rewrite", -1))
-        cells = []
-        for mode in MODES:
-            if mode not in summary:
-                cells.append("")
-                continue
-            count = f"**{passed[mode]}**" if mode != "forced" and passed[mode] == best else str(passed[mode])
-            cells.append(f"{count}/{summary[mode]['tested']}")
+        best = max((summary[mode]["passed"] for mode in MODES if mode in summary), default=-1)
+        cells = [_passed(summary, BASELINE, None)] + [_passed(summary, mode, best) for mode in MODES]
         speed = summary.get("program", {}).get("speedup_median")
         selector = (manifest.get("selector") or {}).get("name", "none").removeprefix("qwen2.5-coder-")
         model = manifest["model"]["name"].removeprefix("qwen2.5-coder-")
@@ -63,6 +59,14 @@ def figures_table(docs: Path) -> str:
         )
         links.append(f"[f{number}]: docs/benchmarks/{figure.run}/{figure.run}.md")
     return "\n".join([*rows, "", *links])
+
+
+def _passed(summary: dict, mode: str, best: int | None) -> str:
+    """``mode``'s cell: tests passed of those that ran, in bold where it is ``best``; empty where not run."""
+    if mode not in summary:
+        return ""
+    passed = summary[mode]["passed"]
+    return f"{f'**{passed}**' if passed == best else passed}/{summary[mode]['tested']}"
 
 
 def readme_text(root: Path) -> str:
