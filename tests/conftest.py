@@ -4,9 +4,9 @@
 import os
 
 import pytest
+from mechanism import MODEL
 
 from copyedit_lsp.decode import models
-from copyedit_lsp.decode.edit import DEFAULT_MODEL
 
 
 @pytest.fixture(scope="session")
@@ -16,9 +16,9 @@ def tiny_model_path():
 
 
 @pytest.fixture(scope="session")
-def default_model_path():
-    """Qwen2.5-Coder-0.5B-Instruct, the product's default model."""
-    return models.resolve_model(DEFAULT_MODEL, fetch_missing=True)
+def small_model_path():
+    """Qwen2.5-Coder-0.5B-Instruct, the real model the tests edit with (tests/mechanism.py)."""
+    return models.resolve_model(MODEL, fetch_missing=True)
 
 
 def pytest_addoption(parser):

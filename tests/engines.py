@@ -1,5 +1,5 @@
 """One launcher for the completions servers the remote backend is tested against, each on a free
-port of 127.0.0.1 with the default model, its log in a file:
+port of 127.0.0.1 with the tests' 0.5B (tests/mechanism.py), its log in a file:
 
 * ``llama-cpp-python``: the bindings' own ``python -m llama_cpp.server`` (in .venv);
 * ``llama-server``: llama.cpp's server, built by ``make llama-server`` from the pinned
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from mechanism import MODEL
 
 from copyedit_lsp.bench.checks import die_with_parent
 from copyedit_lsp.decode import models
 from copyedit_lsp.decode.completions import Answer, Endpoint
-from copyedit_lsp.decode.edit import DEFAULT_MODEL
 
 ROOT = Path(__file__).parents[1]
 LLAMA_SERVER = ROOT / ".engines" / "llama-server"
@@ -43,7 +43,7 @@ def free_port() -> int:
 
 @dataclass
 class Served:
-    """An engine serving the default model at ``url``; the answers a test records in ``answers``."""
+    """An engine serving the 0.5B at ``url``; the answers a test records in ``answers``."""
 
     name: str
     process: subprocess.Popen
@@ -113,7 +113,7 @@ def start_engine(name: str, model: Path, log: Path, *, api_key: str | None = API
     key = ("--api-key", api_key) if api_key else ()
     environment = os.environ
     if name == "llama-cpp-python":
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", DEFAULT_MODEL]
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL]
         command += ["--n_ctx", str(CONTEXT), "--n_threads", "2", "--n_batch", "2048", "--host", "127.0.0.1"]
         command += ["--port", str(port), "--interrupt_requests", "False", *(("--api_key", api_key) if api_key else ())]
         served = Served(name, _spawn(command, log, environment), url, log, api_key, bad_grammar="connection .* broke")
@@ -121,13 +121,13 @@ def start_engine(name: str, model: Path, log: Path, *, api_key: str | None = API
     if name == "llama-server":
         if not LLAMA_SERVER.exists():
             raise FileNotFoundError(f"{LLAMA_SERVER} is missing: `make llama-server` builds it (make test does)")
-        command = [str(LLAMA_SERVER), "--model", str(model), "--alias", DEFAULT_MODEL, "--ctx-size", str(CONTEXT)]
+        command = [str(LLAMA_SERVER), "--model", str(model), "--alias", MODEL, "--ctx-size", str(CONTEXT)]
         command += ["--threads", "2", "--parallel", "1", "--host", "127.0.0.1", "--port", str(port), *key, "--slots"]
         return _started(Served(name, _spawn(command, log, environment), url, log, api_key), "/health", 180)
     if not VLLM_PYTHON.exists():
         raise FileNotFoundError(f"{VLLM_PYTHON} is missing: `make vllm` installs it (make test does)")
     command = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server"]
-    command += ["--model", str(models.hf_folder(DEFAULT_MODEL)), "--served-model-name", DEFAULT_MODEL]
+    command += ["--model", str(models.hf_folder(MODEL)), "--served-model-name", MODEL]
     command += ["--max-model-len", str(CONTEXT), "--dtype", "float32", "--block-size", "32"]
     command += ["--enable-prompt-tokens-details", "--host", "127.0.0.1", "--port", str(port), *key]
     environment = os.environ | {"VLLM_CPU_KVCACHE_SPACE": "2"}  # GiB of KV cache

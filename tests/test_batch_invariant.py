@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mechanism import MODEL
 
 from copyedit_lsp.decode.llama_model import LlamaModel, LlamaModelError
 
@@ -65,29 +66,29 @@ def _run_exact(*args: str, timeout: float) -> str:
     return run.stdout
 
 
-def test_batch_invariance_is_refused_where_llamafile_is_built_in(default_model_path):
+def test_batch_invariance_is_refused_where_llamafile_is_built_in(small_model_path):
     """The default environment's llama.cpp has llamafile's sgemm: the option fails with the fix named."""
     with pytest.raises(LlamaModelError, match="GGML_LLAMAFILE=OFF"):
-        LlamaModel(default_model_path, n_ctx=256, batch_invariant=True)
+        LlamaModel(small_model_path, n_ctx=256, batch_invariant=True)
 
 
 @pytest.mark.timeout(660)  # a subprocess with its own 600 s limit: 240 tokens evaluated five ways, one by one too
-def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(default_model_path):
+def test_a_tokens_logits_are_the_same_bits_however_the_tokens_are_batched(small_model_path):
     stdout = _run_exact(
-        "-c", LOGITS_BY_SPLIT, str(default_model_path), str(ROOT / "copyedit_lsp" / "core" / "resolver.py"), timeout=600
+        "-c", LOGITS_BY_SPLIT, str(small_model_path), str(ROOT / "copyedit_lsp" / "core" / "resolver.py"), timeout=600
     )
     assert json.loads(stdout.strip().splitlines()[-1]) == {"whole": True, "13+27": True, "3s": True, "30+10": True}
 
 
-def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(default_model_path):
+def test_asking_for_batch_invariance_after_a_batched_evaluation_is_refused(small_model_path):
     """llama.cpp reads its matmul switch once per process: the load-time probe catches a late ask."""
-    stdout = _run_exact("-c", TOO_LATE, str(default_model_path), timeout=300)
+    stdout = _run_exact("-c", TOO_LATE, str(small_model_path), timeout=300)
     assert "depend on batching" in stdout and "restart the server" in stdout
 
 
 @pytest.mark.timeout(1260)  # a subprocess with its own 1200 s limit: three items decoded in seven modes
-def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model_path, tmp_path):
-    """The default model on real HumanEvalFix items, with every speedup on, each off, and all off."""
+def test_each_speedup_leaves_program_mode_token_for_token_the_same(small_model_path, tmp_path):
+    """The 0.5B on real HumanEvalFix items, with every speedup on, each off, and all off."""
     stdout = _run_exact(
         "-m",
         "copyedit_lsp.cli.main",
@@ -96,6 +97,8 @@ def test_each_speedup_leaves_program_mode_token_for_token_the_same(default_model
         "humanevalfix-python",
         "--limit",
         "3",
+        "--model",
+        MODEL,
         "--threads",
         "2",
         "--batch-invariant",

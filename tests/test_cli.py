@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from mechanism import ARGUMENTS, MODEL
 from texts import SHAPES
 
 from copyedit_lsp.decode.edit import CUTS
@@ -20,11 +21,14 @@ COPYEDIT = Path(sys.executable).with_name("copyedit")  # the environment's conso
 
 
 def apply(path: Path, instruction: str, *options: str) -> subprocess.CompletedProcess:
-    """``copyedit apply PATH -i INSTRUCTION --write --json`` with the tiny model, its program as the
-    result (no rewrite fallback), and ``options``."""
+    """``copyedit apply PATH -i INSTRUCTION --write --json`` with the tiny model in program mode, its
+    program as the result (no rewrite fallback), and ``options``."""
     command = [str(COPYEDIT), "apply", str(path), "-i", instruction, "--model", "smollm2-135m", "--threads", "2"]
     return subprocess.run(
-        [*command, "--no-fallback", "--write", "--json", *options], capture_output=True, text=True, timeout=300
+        [*command, "--mode", "program", "--no-fallback", "--write", "--json", *options],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -72,21 +76,24 @@ def test_apply_refuses_an_edit_that_loses_code_unless_allow_loss(tmp_path, tiny_
     assert path.read_text().startswith(SHAPES[: SHAPES.index("def describe")])
 
 
-def test_apply_exits_6_when_the_result_changes_nothing(tmp_path, default_model_path):
-    """Asked to leave a function as it is, the default model writes it unchanged, in program mode
+def test_apply_exits_6_when_the_result_changes_nothing(tmp_path, small_model_path):
+    """Asked to leave a function as it is, the 0.5B writes it unchanged, in program mode
     (which gives way to a rewrite) and in rewrite mode: exit 6, the reason on stderr, nothing written."""
     path = tmp_path / "add.py"
     path.write_text("def add(a, b):\n    return a + b\n")
     for mode in ("program", "rewrite"):
-        command = [str(COPYEDIT), "apply", str(path), "-i", "Leave add as it is.", "--mode", mode, "--write"]
-        done = subprocess.run([*command, "--threads", "2"], capture_output=True, text=True, timeout=300)
+        command = [str(COPYEDIT), "apply", str(path), "-i", "Leave add as it is.", "--model", MODEL, "--mode", mode]
+        done = subprocess.run([*command, "--write", "--threads", "2"], capture_output=True, text=True, timeout=300)
         assert done.returncode == 6, done.stderr
         assert f"copyedit: {UNCHANGED}" in done.stderr and "(no change)" in done.stdout
         assert path.read_text() == "def add(a, b):\n    return a + b\n"
 
 
-def merge_change(path: Path, change: str, *options: str, model: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """``copyedit apply PATH --change - --json`` with the change on stdin."""
+def merge_change(
+    path: Path, change: str, *options: str, model: tuple[str, ...] = ARGUMENTS
+) -> subprocess.CompletedProcess:
+    """``copyedit apply PATH --change - --json`` with the change on stdin; ``model``: the model's
+    arguments (by default the tests' 0.5B in program mode)."""
     command = [str(COPYEDIT), "apply", str(path), "--change", "-", "--threads", "2", "--json", *model, *options]
     return subprocess.run(command, input=change, capture_output=True, text=True, timeout=600)
 

@@ -49,8 +49,8 @@ def tiny(tiny_model_path):
 
 
 @pytest.fixture(scope="module")
-def qwen(default_model_path):
-    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
+def qwen(small_model_path):
+    decoder = Decoder(ModelSession(LlamaModel(small_model_path, n_ctx=4096, n_threads=2)))
     yield decoder
     decoder.llama.close()
 
@@ -166,7 +166,7 @@ def test_forced_mode_without_splice_evaluates_no_copied_text(tiny):
     assert result.stats.spliced_tokens == 0 and result.stats.splice_calls == 0
 
 
-def test_program_mode_on_real_edits_with_the_default_model(qwen):
+def test_program_mode_on_real_edits_with_the_05b(qwen):
     """20 HumanEvalFix items, the copy check off: programs parse and stay in range; each copy is one
     splice of its lines; copying programs take fewer decode steps than the tokens they output (summed:
     a program that copies one short line and regenerates the rest pays more in tags than it saves)."""
@@ -189,7 +189,7 @@ def test_program_mode_on_real_edits_with_the_default_model(qwen):
 
 
 @pytest.fixture(scope="module")
-def selector(default_model_path):
+def selector(small_model_path):
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2)  # the shipped selector by default
     yield decoder
     decoder.close()
@@ -514,7 +514,7 @@ def test_an_apply_without_an_apply_selector_never_runs_the_edits_selector(select
 
 
 @pytest.fixture(scope="module")
-def applying(default_model_path):
+def applying(small_model_path):
     decoder = Decoder.load("qwen2.5-coder-0.5b", n_threads=2, apply_selector="qwen2.5-coder-0.5b-v4")
     yield decoder
     decoder.close()

@@ -17,6 +17,8 @@ from fixes import fix_problems
 
 from copyedit_lsp.core.change import read_change
 from copyedit_lsp.core.merge import merge
+from copyedit_lsp.decode import models
+from copyedit_lsp.decode.edit import DEFAULT_MODEL
 
 pytestmark = pytest.mark.model
 
@@ -37,7 +39,8 @@ def demo_arguments() -> list[str]:
     return arguments
 
 
-def test_make_demo_fixes_mean_in_memory_and_leaves_the_file_alone(default_model_path):
+def test_make_demo_fixes_mean_in_memory_and_leaves_the_file_alone():
+    models.resolve_model(DEFAULT_MODEL, fetch_missing=True)  # what `make demo` fetches first: the demo runs on it
     arguments = demo_arguments()
     assert arguments[1] == "examples/stats.py" and "--line" in arguments and "--instruction" in arguments
     source = ROOT / arguments[1]

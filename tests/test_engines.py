@@ -1,6 +1,6 @@
 """One parity suite of the remote backend over the completions servers teams run (tests/engines.py
 starts each: llama-cpp-python's own server, llama.cpp's llama-server and vLLM's CPU build, on
-127.0.0.1 with the default model and an API key), next to the local decoder with the same model:
+127.0.0.1 with the tests' 0.5B and an API key), next to the local decoder with the same model:
 the same programs and texts, the grammar kept, a copy spliced through the engine's prefix cache,
 cancelling that stops the engine, clear errors."""
 
@@ -12,6 +12,7 @@ import time
 import httpx
 import pytest
 from engines import CONTEXT, ENGINES, free_port, start_engine
+from mechanism import MODEL
 
 from copyedit_lsp.bench.changes import build_change
 from copyedit_lsp.common.datasets import load_items
@@ -21,7 +22,7 @@ from copyedit_lsp.core.program import ChangeCopy, Copy, Gen, Program
 from copyedit_lsp.core.resolver import oracle_apply_program, oracle_program
 from copyedit_lsp.decode.completions import Answer, Completions, Endpoint, RemoteError
 from copyedit_lsp.decode.decoder import Decoder
-from copyedit_lsp.decode.edit import DEFAULT_MODEL, Cancelled, ContextOverflow, EditOptions
+from copyedit_lsp.decode.edit import Cancelled, ContextOverflow, EditOptions
 from copyedit_lsp.decode.llama_model import LlamaModel, Vocabulary
 from copyedit_lsp.decode.prompt import SourceView
 from copyedit_lsp.decode.remote import RemoteDecoder
@@ -35,9 +36,9 @@ pytestmark = [pytest.mark.model, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module", params=ENGINES)
-def served(request, default_model_path, tmp_path_factory):
+def served(request, small_model_path, tmp_path_factory):
     try:
-        server = start_engine(request.param, default_model_path, tmp_path_factory.mktemp(request.param) / "server.log")
+        server = start_engine(request.param, small_model_path, tmp_path_factory.mktemp(request.param) / "server.log")
     except FileNotFoundError as missing:
         pytest.fail(str(missing))
     yield server
@@ -60,9 +61,9 @@ def remote(served):
 
 
 @pytest.fixture(scope="module")
-def local(default_model_path):
+def local(small_model_path):
     """The local decoder with the base model (the remote backend sends no selector)."""
-    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=CONTEXT, n_threads=2)))
+    decoder = Decoder(ModelSession(LlamaModel(small_model_path, n_ctx=CONTEXT, n_threads=2)))
     yield decoder
     decoder.close()
 
@@ -75,7 +76,7 @@ def items():
 def test_programs_and_texts_equal_the_local_decoders(remote, local, items):
     """Program mode (the copy check off locally: a completions server returns no logits of copied
     lines) and rewrite mode write what the local decoder writes, op for op."""
-    assert remote.model == DEFAULT_MODEL  # the first model the server lists
+    assert remote.model == MODEL  # the first model the server lists
     copies, same = 0, []
     for item in items:
         options = EditOptions(language=item.language, copy_check=0.0, fallback=False)  # the programs are compared
@@ -132,7 +133,7 @@ def test_every_answer_keeps_to_the_grammar(remote, items):
             assert first <= op.start <= op.end <= n, answer.text
 
 
-def test_a_copy_is_spliced_through_the_engines_prefix_cache(remote, served, items, default_model_path):
+def test_a_copy_is_spliced_through_the_engines_prefix_cache(remote, served, items, small_model_path):
     """After a copy, the next request reuses the whole prompt before it (the engine's own count)
     and evaluates only the copied lines, in one prefill."""
     item = items[0]
@@ -143,7 +144,7 @@ def test_a_copy_is_spliced_through_the_engines_prefix_cache(remote, served, item
     since = served.mark()
     assert remote.edit(source, item.instruction, options).text == source
     (cached_1, evaluated_1), (cached_2, evaluated_2) = served.prompt_counts(since)
-    vocabulary = Vocabulary(default_model_path)  # the engine's model: the same tokenizer
+    vocabulary = Vocabulary(small_model_path)  # the engine's model: the same tokenizer
     try:
         copied = len(vocabulary.tokenize(view.span(1, len(view.lines))))
     finally:

@@ -10,6 +10,7 @@ import subprocess
 import openai
 import pytest
 import pytest_lsp
+from mechanism import ARGUMENTS
 from pytest_lsp import LanguageClient
 from test_openai_api import COPYEDIT, KEY, apply_message, serving
 from test_server import SERVER, open_document, run_apply, start
@@ -42,7 +43,7 @@ def cli(tmp_path, language: str, text: str, change: str) -> str:
     path.write_text(text)
     changed.write_text(change)
     done = subprocess.run(
-        [str(COPYEDIT), "apply", str(path), "--change", str(changed), "--json", "--threads", "2"],
+        [str(COPYEDIT), "apply", str(path), "--change", str(changed), "--json", "--threads", "2", *ARGUMENTS],
         capture_output=True,
         text=True,
     )

@@ -3,23 +3,24 @@ CI has no GPU): with every layer offloaded the model says so, and it writes the 
 writes on the CPU, but where the two part at a near tie (a GPU's kernels round differently)."""
 
 import pytest
+from mechanism import MODEL
 from test_decoder import near_tie
 
 from copyedit_lsp.common.datasets import load_items
 from copyedit_lsp.decode.decoder import Decoder
-from copyedit_lsp.decode.edit import DEFAULT_MODEL, EditOptions
+from copyedit_lsp.decode.edit import EditOptions
 
 pytestmark = [pytest.mark.gpu, pytest.mark.model]
 
 
 @pytest.fixture(scope="module")
-def decoders(default_model_path):
+def decoders(small_model_path):
     from llama_cpp import llama_supports_gpu_offload
 
     if not llama_supports_gpu_offload():
         pytest.skip("this llama.cpp has no GPU backend (make test-gpu builds one)")
-    gpu = Decoder.load(DEFAULT_MODEL, n_gpu_layers=-1, n_threads=2)
-    cpu = Decoder.load(DEFAULT_MODEL, n_gpu_layers=0, n_threads=2)
+    gpu = Decoder.load(MODEL, n_gpu_layers=-1, n_threads=2)
+    cpu = Decoder.load(MODEL, n_gpu_layers=0, n_threads=2)
     yield gpu, cpu
     gpu.close()
     cpu.close()

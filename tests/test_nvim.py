@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from fixes import fix_problems
 from lsprotocol import types
+from mechanism import SETTINGS
 from texts import STATS, VARIANCE_SNIPPET
 
 from copyedit_lsp.serve.textedits import apply_lsp_edits
@@ -30,7 +31,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "nvim"
-DEFAULT = {"nThreads": 2}  # the default model, qwen2.5-coder-0.5b
+OPTIONS = SETTINGS | {"nThreads": 2}  # the tests' 0.5B in program mode (tests/mechanism.py)
 WAIT_MS = 600_000  # a bound on each wait inside Neovim; the machine may be busy with other models
 PROCESS_TIMEOUT = 1500  # a bound on the whole Neovim process
 
@@ -213,7 +214,7 @@ local function main()
   obs.review = copyedit.last_review or vim.NIL
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     assert seen["err"] is None, seen["err"]
     result = seen["result"]
     assert buffer_text(seen["before"]) == source.read_text()
@@ -281,7 +282,7 @@ local function main()
   record_edit('the edit', bufnr)
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     assert "copyedit: rename x to value" in seen["titles"], seen["titles"]
     assert seen["err"] is None, seen["err"]
     result = seen["result"]
@@ -327,7 +328,7 @@ local function main()
   obs.modified = vim.bo[bufnr].modified
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     assert not seen["finished_before_cancel"], "the edit finished before it could be cancelled"
     assert seen["cancelled"]["cancelled"] >= 1, seen["cancelled"]
     assert seen["err"] is None, seen["err"]
@@ -376,7 +377,7 @@ local function main()
   record_edit('the code action edit', bufnr, 'action_')
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     assert seen["prompts"] == ["copyedit instruction: ", "copyedit instruction: "]
     begins = [p["message"] for p in seen["progress"] if p["kind"] == "begin" and p["message"].startswith("editing")]
     assert begins == ["editing selection (lines 2-3)", "editing function g (lines 7-8)"], begins
@@ -434,7 +435,7 @@ local function main()
   end
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     before = buffer_text(seen["before"])
     for case in ("all", "one", "none"):
         assert seen[f"{case}_err"] is None, seen[f"{case}_err"]
@@ -482,7 +483,7 @@ local function main()
   end
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     assert seen["err"] is None, seen["err"]
     result, review = seen["result"], seen["review"]
     assert result["applied"] is True and result["changed"] >= 1, result
@@ -507,7 +508,7 @@ local function main()
   end
 end
 """
-    described = run_nvim(tmp_path, DEFAULT, body)["described"]
+    described = run_nvim(tmp_path, OPTIONS, body)["described"]
     words = {"cut": "cut short", "syntax": "broke the syntax", "loss": "lost code", "unchanged": "changed nothing"}
     for reason, said in words.items():
         assert described[reason].endswith(f"rewritten (program {said})"), described
@@ -554,7 +555,7 @@ local function main()
   record_edit('the apply from another buffer', bufnr, 'buffer_')
 end
 """
-    seen = run_nvim(tmp_path, DEFAULT, body)
+    seen = run_nvim(tmp_path, OPTIONS, body)
     docstring = STATS.replace("the population variance", "the sample variance")
     assert seen["register_err"] is None and seen["register_result"]["applied"] is True, seen["register_result"]
     assert seen["register_result"]["hunks"] == [1] and buffer_text(seen["register_after"]) == docstring

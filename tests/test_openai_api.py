@@ -1,5 +1,5 @@
 """``copyedit serve``, the OpenAI-compatible apply endpoint: the real server process with the
-default model and its shipped apply selector, driven by the ``openai`` package."""
+tests' 0.5B (tests/mechanism.py) and its shipped apply selector, driven by the ``openai`` package."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import openai
 import pytest
 from engines import free_port
+from mechanism import MODEL
 from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
 from copyedit_lsp.core.scope import language_of_code
@@ -61,9 +62,9 @@ def test_the_language_of_code_is_told_by_its_parse():
 
 @contextmanager
 def serving(*options: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """``copyedit serve`` with ``options`` on a free port, until the block ends; its base URL."""
+    """``copyedit serve`` on the tests' 0.5B with ``options`` on a free port, until the block ends; its base URL."""
     port = free_port()
-    command = [str(COPYEDIT), "serve", "--port", str(port), "--threads", "2", *options]
+    command = [str(COPYEDIT), "serve", "--port", str(port), "--threads", "2", "--model", MODEL, *options]
     server = subprocess.Popen(command, env=os.environ | (env or {}), stderr=subprocess.PIPE, text=True, bufsize=1)
     assert server.stderr is not None
     for line in server.stderr:  # the model loads first; the address is said when it listens
@@ -79,8 +80,8 @@ def serving(*options: str, env: dict[str, str] | None = None) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def endpoint(default_model_path):
-    """``copyedit serve`` with the default model, the key required."""
+def endpoint(small_model_path):
+    """``copyedit serve`` with the 0.5B, the key required."""
     with serving("--max-request-bytes", "100000", env={API_KEY_VARIABLE: KEY}) as url:
         yield url
 

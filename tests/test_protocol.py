@@ -6,7 +6,7 @@ Each class of hostile message is sent to its own server, over stdio and TCP, ``-
 messages a class (100 in ``make test``; the full run is
 ``.venv/bin/python -m pytest tests/test_protocol.py -k fuzz -s --fuzz-per-class 1000``, which prints
 a line of figures a class).  No model: the model path does not exist; the soak at the end runs a
-real edit with the default model while the traffic goes on.
+real edit with the tests' 0.5B (tests/mechanism.py) while the traffic goes on.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from fixes import fix_problems
+from mechanism import SETTINGS
 
 from copyedit_lsp.serve.framing import MAX_DEPTH, Message, MessageFramer
 from copyedit_lsp.serve.server import LOG_CHARS
@@ -568,14 +569,14 @@ def edit_results(server: Server) -> list[dict]:
 
 
 @pytest.mark.model
-def test_soak_traffic_while_an_edit_runs(default_model_path):
+def test_soak_traffic_while_an_edit_runs(small_model_path):
     """While a real edit of mean() runs: code actions, changes to another document, cancels of
     requests already answered, a request reusing the edit's id (-32600, the edit unharmed) and
     hostile messages; every request answered, and the edit's result the fix, the rest kept."""
     server = Server()
     try:
         text = EXAMPLE.read_text()
-        options = {"nThreads": 2, "review": "never"}  # the default model and its shipped selector
+        options = SETTINGS | {"nThreads": 2, "review": "never"}  # the 0.5B and its shipped selector
         server.send(frame(request(0, "initialize", {"capabilities": {}, "initializationOptions": options})))
         server.wait_for(0, 120)
         server.send(frame(notification("initialized", {})))

@@ -16,6 +16,7 @@ import openai
 import pytest
 import pytest_lsp
 from engines import free_port, start_engine
+from mechanism import MODEL
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_openai_api import apply_message, serving
 from test_server import as_dict, ended, open_document, run_edit, start
@@ -39,18 +40,18 @@ pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
-def llama_server(default_model_path, tmp_path_factory):
+def llama_server(small_model_path, tmp_path_factory):
     """llama-cpp-python's own completions server, without an API key (tests/engines.py)."""
     server = start_engine(
-        "llama-cpp-python", default_model_path, tmp_path_factory.mktemp("server") / "server.log", api_key=None
+        "llama-cpp-python", small_model_path, tmp_path_factory.mktemp("server") / "server.log", api_key=None
     )
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def local_decoder(default_model_path):
-    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
+def local_decoder(small_model_path):
+    decoder = Decoder(ModelSession(LlamaModel(small_model_path, n_ctx=4096, n_threads=2)))
     yield decoder
     decoder.close()
 
@@ -71,6 +72,8 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
             "remote",
             "--remote-url",
             llama_server.url,
+            "--mode",
+            "program",
             "--no-fallback",  # the remote program itself, whatever it changes
             "--json",
         ],
@@ -95,6 +98,8 @@ def test_apply_and_bench_edits_run_remotely_by_configuration(llama_server, tmp_p
             "2",
             "--modes",
             "remote-forced",
+            "--model",
+            MODEL,  # the served model, as the manifest records it
             "--remote-url",
             llama_server.url,
             "--out",
@@ -120,12 +125,8 @@ def test_a_change_is_applied_through_the_remote_backend(llama_server, local_deco
     path.write_text(STATS)
     change_path.write_text(VARIANCE_SNIPPET)
     command = [sys.executable, "-m", "copyedit_lsp.cli.main", "apply", str(path), "--change", str(change_path)]
-    done = subprocess.run(
-        [*command, "--backend", "remote", "--remote-url", llama_server.url, "--no-shortcut", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command += ["--backend", "remote", "--remote-url", llama_server.url, "--mode", "program"]
+    done = subprocess.run([*command, "--no-shortcut", "--json"], capture_output=True, text=True, timeout=300)
     assert "local model" not in done.stderr and done.returncode in (0, 4, 5), done.stderr
     out = json.loads(done.stdout)
     assert out["stats"]["fallback"] == "selector" and out["stats"]["requests"] == 1
@@ -381,7 +382,8 @@ def test_an_unreachable_server_is_a_clear_error(fast_retries):
 
 async def test_the_worker_connects_again_once_the_server_is_up(fast_retries):
     port = free_port()
-    settings = updated(Settings(), {"backend": "remote", "remoteUrl": f"http://127.0.0.1:{port}/v1", "fallback": False})
+    remote = {"backend": "remote", "mode": "program", "remoteUrl": f"http://127.0.0.1:{port}/v1", "fallback": False}
+    settings = updated(Settings(), remote)
     worker = Worker()
     try:
         worker.load(settings).result()
@@ -399,7 +401,8 @@ async def test_the_worker_connects_again_once_the_server_is_up(fast_retries):
 
 
 def test_remote_settings_are_checked():
-    settings = updated(Settings(), {"backend": "remote", "remoteUrl": "http://gpu:8000/v1", "remoteEngine": "vllm"})
+    remote = {"backend": "remote", "mode": "program", "remoteUrl": "http://gpu:8000/v1", "remoteEngine": "vllm"}
+    settings = updated(Settings(), remote)
     assert endpoint(settings) == Endpoint("http://gpu:8000/v1", "", "vllm", 60.0)
     assert settings.model_keys != updated(settings, {"remoteModel": "other"}).model_keys
     for bad, message in [

@@ -14,6 +14,7 @@ import pytest
 import pytest_lsp
 from fixes import fix_problems
 from lsprotocol import types
+from mechanism import SETTINGS
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from texts import SHAPES, VARIANCE_SNIPPET
@@ -49,6 +50,8 @@ def circumference(radius):
 
 
 async def start(client: LanguageClient, capabilities: str, options: dict, root: Path | None = None) -> None:
+    """Initialize ``client`` as ``capabilities`` with ``options`` over the tests' model and mode
+    (tests/mechanism.py): the product's defaults choose no model here."""
     client.applied = []
     client.answers = []  # what the client answers to each workspace/applyEdit (default: applied)
     client.ops = []  # copyedit/op notifications
@@ -80,7 +83,7 @@ async def start(client: LanguageClient, capabilities: str, options: dict, root: 
     await client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities(capabilities),
-            initialization_options=options,
+            initialization_options=SETTINGS | options,
             workspace_folders=folders,
             root_uri=root.as_uri() if root else None,
         )
@@ -115,7 +118,7 @@ async def release(client: LanguageClient, uri: str) -> None:
 
 @pytest_lsp.fixture(config=SERVER)
 async def qwen(lsp_client: LanguageClient):
-    """A VS Code client of the server with the default model."""
+    """A VS Code client of the server with the 0.5B."""
     await start(lsp_client, "visual-studio-code", {"nThreads": 2})
     yield lsp_client
     await lsp_client.shutdown_session()
@@ -241,7 +244,7 @@ async def test_an_edit_without_a_range_edits_the_definition_its_instruction_name
 
 
 async def test_an_edit_that_changes_nothing_is_not_reported_as_applied(qwen):
-    """Asked to leave a function as it is, the default model writes it unchanged: the server sends
+    """Asked to leave a function as it is, the 0.5B writes it unchanged: the server sends
     no edit, answers applied false and says why (the progress's end and a message)."""
     uri = "file:///tmp/unchanged.py"
     text = "def add(a, b):\n    return a + b\n"
@@ -813,7 +816,7 @@ async def test_an_edit_that_loses_code_is_offered_only_when_the_user_takes_it(ti
 
 @pytest_lsp.fixture(config=SERVER)
 async def workspace_review(lsp_client: LanguageClient, tmp_path_factory):
-    """A VS Code client of the server with the default model, one file in its workspace folder, and
+    """A VS Code client of the server with the 0.5B, one file in its workspace folder, and
     review at "workspace"."""
     root = tmp_path_factory.mktemp("reviewed")
     (root / "a.py").write_text("def add(a, b):\n    return a + b\n")

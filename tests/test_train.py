@@ -181,11 +181,11 @@ def test_three_lines_of_a_canitedit_item_reindented_are_a_leak():
 
 
 @pytest.mark.model
-def test_training_sequence_is_what_the_decoder_runs(default_model_path):
+def test_training_sequence_is_what_the_decoder_runs(small_model_path):
     """Forced mode on the real model puts exactly the sequence's tokens in the context, and the
     loss mask marks exactly as many tokens as the decoder chooses."""
-    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
-    vocab = Vocabulary(default_model_path)
+    decoder = Decoder(ModelSession(LlamaModel(small_model_path, n_ctx=4096, n_threads=2)))
+    vocab = Vocabulary(small_model_path)
     try:
         template = ChatTemplate(vocab.metadata)
         for before, after, instruction in EDITS:
@@ -216,10 +216,10 @@ APPLY_EDITS = [
 
 
 @pytest.mark.model
-def test_apply_training_sequence_is_what_the_decoder_runs(default_model_path):
+def test_apply_training_sequence_is_what_the_decoder_runs(small_model_path):
     """The same for apply programs: change copies spliced from the change's lines, in order."""
-    decoder = Decoder(ModelSession(LlamaModel(default_model_path, n_ctx=4096, n_threads=2)))
-    vocab = Vocabulary(default_model_path)
+    decoder = Decoder(ModelSession(LlamaModel(small_model_path, n_ctx=4096, n_threads=2)))
+    vocab = Vocabulary(small_model_path)
     try:
         for before, given, after in APPLY_EDITS:
             change = read_change(given)
@@ -345,7 +345,7 @@ def test_widened_moves_the_lines_before_a_change_into_its_gen():
 
 
 @pytest.mark.model
-def test_the_shipped_selector_is_verified_and_writes_valid_programs(default_model_path):
+def test_the_shipped_selector_is_verified_and_writes_valid_programs(small_model_path):
     selector = resolve_selector("default", "qwen2.5-coder-0.5b")
     assert selector is not None and selector.path.is_file()
     assert selectors.SHIPPED[selector.name].sha256 == selector.sha256

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from fixes import fix_problems
+from mechanism import MODEL
 from test_nvim import TWO_BUGS
 from texts import STATS, VARIANCE_MERGED, VARIANCE_SNIPPET
 
@@ -66,6 +67,8 @@ def server_settings(log: Path) -> dict:
     return {
         "copyedit.server.command": [sys.executable, "-m", "copyedit_lsp.serve.server", "--log-file", str(log)],
         "copyedit.threads": 2,
+        "copyedit.model": MODEL,  # the tests' 0.5B in program mode (tests/mechanism.py)
+        "copyedit.mode": "program",
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": False,
         "workbench.tips.enabled": False,

@@ -22,7 +22,7 @@ from ..core.program import Op, Program
 from ..core.scope import adds_syntax_errors
 from .prompt import EXAMPLE_SETS, Layout, SourceView, default_layout
 
-DEFAULT_MODEL = "qwen2.5-coder-0.5b"  # the model an edit runs on unless a setting names another
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"  # the model an edit runs on unless a setting names another
 MODES = ("program", "rewrite", "lookup", "forced")
 SPLICES = ("prefill", "none")
 REMOTE_ENGINES = ("llama.cpp", "vllm")  # how a remote program request sends its grammar
