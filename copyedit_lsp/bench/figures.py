@@ -51,7 +51,8 @@ def figures_table(docs: Path) -> str:
     for number, figure in enumerate(FIGURES, 1):
         manifest, summary = _run(docs, figure)
         passed = [summary[mode]["passed"] for mode in MODES if mode in summary]
-        best = max(passed) if passed.count(max(passed, default=-1)) == 1 else None
+        top = max(passed, default=None)
+        best = top if passed.count(top) == 1 else None
         cells = [_passed(summary, BASELINE, None)] + [_passed(summary, mode, best) for mode in MODES]
         speed = summary.get("program", {}).get("speedup_median")
         model = manifest["model"]["name"].removeprefix("qwen2.5-coder-")
